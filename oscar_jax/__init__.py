@@ -1,0 +1,31 @@
+"""oscar_jax: judge-aware Bradley–Terry ranking from LLM-judge comparisons (OSCAR).
+
+Scores candidates, measures each judge's sensitivity and biases (position, length,
+self-family), and reports prompt-cluster confidence intervals for win probabilities.
+"""
+
+from . import _x64  # noqa: F401  (float64 before anything else)
+from .data import LoadReport, load_judgments
+from .design import Design, build_design
+from .families import family_of
+from .fit import OscarFitWarning, fit
+from .results import FitResult
+from .spec import ModelSpec, parse_model
+from .validate import OscarInputError
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Design",
+    "FitResult",
+    "LoadReport",
+    "ModelSpec",
+    "OscarFitWarning",
+    "OscarInputError",
+    "__version__",
+    "build_design",
+    "family_of",
+    "fit",
+    "load_judgments",
+    "parse_model",
+]

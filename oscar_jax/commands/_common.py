@@ -1,0 +1,64 @@
+"""Arguments and output helpers shared by the CLI commands."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from ..data import SCHEMAS
+from ..report import to_json
+from ..validate import OscarInputError
+
+MODELS_HELP = "j, j+p, j+l, j+f, bt+plf, davidson+plf, oscar (or e.g. j+p+l, oscar+c)"
+
+
+def add_data_arguments(parser):
+    parser.add_argument("data", metavar="DATA", help="judgments: .json (Xu et al.), .jsonl, .csv, .tsv or .parquet")
+    parser.add_argument("--schema", choices=sorted(SCHEMAS), default=None,
+                        help="input convention (default: detected from the columns)")
+    parser.add_argument("--reference-judge", default=None, metavar="NAME",
+                        help="judge with sensitivity fixed at 1 (exact name or unique substring; default: most records)")
+    parser.add_argument("--family-map", default=None, metavar="FILE.json",
+                        help="JSON object name → family overriding the default family rules")
+    parser.add_argument("--covariate", action="append", default=[], metavar="COLUMN",
+                        help="numeric record-level contrast column entering η per judge (repeatable); "
+                             "included by models with the 'c' term, e.g. oscar+c")
+    parser.add_argument("--bothbad", choices=["tie", "drop"], default="tie",
+                        help="Arena 'tie (bothbad)': score as ½ (default) or drop (counted)")
+
+
+def add_output_arguments(parser, formats=("table", "json", "csv")):
+    parser.add_argument("--format", choices=list(formats), default=formats[0], help="output format")
+    parser.add_argument("--out", default=None, metavar="DIR", help="also write CSV tables and result.json here")
+
+
+def load_family_map(path):
+    if path is None:
+        return None
+    p = Path(path)
+    if not p.exists():
+        raise OscarInputError(f"--family-map file {path!r} does not exist")
+    try:
+        obj = json.loads(p.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise OscarInputError(f"--family-map {path!r} is not valid JSON: {exc}") from None
+    if not isinstance(obj, dict):
+        raise OscarInputError(f"--family-map {path!r} must hold a JSON object mapping names to families")
+    return obj
+
+
+def design_from_args(args):
+    from ..fit import as_design
+
+    return as_design(args.data, schema=args.schema, reference_judge=args.reference_judge,
+                     family_map=load_family_map(args.family_map), covariates=tuple(args.covariate),
+                     bothbad=args.bothbad)
+
+
+def emit(text: str):
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+
+
+def emit_json(obj):
+    emit(to_json(obj))

@@ -1,0 +1,126 @@
+"""The pure model core: η, per-record loss and predictions (Section 3.2, Appendix E.1).
+
+Everything here works on one record's *local* parameter vector — the few slots of the
+expanded vector φ that the record touches, in the order of ``Layout.local_slots``:
+
+    (s_a, s_b, [v_k], [β_pos,k], [β_len,k], [β_fam,k], [β_cov,k,1..U], [τ_k])
+
+and its covariates z = (L, F, X_1..X_U). A record carries *sufficient statistics*
+(w, wy, wt) = (total weight, weighted slot-A score, weighted tie count): records that
+share (a, b, k, z) share η, so a dataset collapses into weighted cells without changing
+the loss, and bootstrap or fold weights act on the same statistics. The functions are
+unjitted and free of Python branching on values, so grad, hessian, vmap and NumPyro
+compose them; the point fit, the sandwich and the Bayesian model all call these same
+functions (one definition of the predictor for every estimator).
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from . import _x64  # noqa: F401  (float64 before any array exists)
+from .params import Layout
+
+__all__ = ["local_eta", "local_loss", "local_prob", "local_expected_stats", "local_index"]
+
+
+def _read(phi_loc, layout: Layout):
+    """Split a local parameter vector into (s_a − s_b, log γ, bias coefficients, τ)."""
+    slots = layout.local_slots
+    diff = phi_loc[0] - phi_loc[1]
+    pos = 2
+    logg = jnp.zeros((), phi_loc.dtype)
+    if layout.structure.learn_gamma:
+        logg = phi_loc[2]
+        pos = 3
+    n_bias = len(slots) - pos - (1 if layout.structure.davidson else 0)
+    betas = phi_loc[pos:pos + n_bias]
+    tau = phi_loc[-1] if layout.structure.davidson else None
+    return diff, logg, betas, tau
+
+
+def _bias_covariates(z, layout: Layout):
+    """The covariate multiplying each bias coefficient, in slot order.
+
+    z = (L, F, X_1..X_U); position multiplies 1.
+    """
+    cols = []
+    for t in layout.bias_terms:
+        if t == "pos":
+            cols.append(jnp.ones((), z.dtype))
+        elif t == "len":
+            cols.append(z[0])
+        elif t == "fam":
+            cols.append(z[1])
+        elif t == "cov":
+            cols.extend(z[2 + j] for j in range(layout.n_cov))
+    return jnp.stack(cols) if cols else jnp.zeros((0,), z.dtype)
+
+
+def local_eta(phi_loc, z, layout: Layout):
+    """η = γ_k (s_a − s_b) + β_pos,k + β_len,k L + β_fam,k F + Σ_j β_cov,k,j X_j (Eq. 2)."""
+    diff, logg, betas, _ = _read(phi_loc, layout)
+    return jnp.exp(logg) * diff + jnp.dot(betas, _bias_covariates(z, layout))
+
+
+def _davidson_logp(eta, tau):
+    """log (P(A), P(B), P(tie)) = log softmax(η/2, −η/2, τ) (Davidson 1970, Appendix E.1)."""
+    logits = jnp.stack([0.5 * eta, -0.5 * eta, tau])
+    return logits - jax.nn.logsumexp(logits)
+
+
+def local_loss(phi_loc, z, stats, layout: Layout):
+    """Negative log (quasi-)likelihood of one weighted record or cell.
+
+    ``stats`` = (w, wy, wt). Fractional ties: −[wy log σ(η) + (w − wy) log σ(−η)],
+    written with log-sigmoid because log(1 − σ(η)) = log σ(−η) does not lose digits for
+    large |η|. Davidson: counts n_A = wy − wt/2, n_B = w − wy − wt/2, n_tie = wt.
+    """
+    eta = local_eta(phi_loc, z, layout)
+    w, wy, wt = stats[0], stats[1], stats[2]
+    if layout.structure.davidson:
+        _, _, _, tau = _read(phi_loc, layout)
+        logp = _davidson_logp(eta, tau)
+        counts = jnp.stack([wy - 0.5 * wt, w - wy - 0.5 * wt, wt])
+        return -jnp.dot(counts, logp)
+    return -(wy * jax.nn.log_sigmoid(eta) + (w - wy) * jax.nn.log_sigmoid(-eta))
+
+
+def local_prob(phi_loc, z, layout: Layout):
+    """Tie-adjusted slot-A probability p = P(A) + ½ P(tie) (Section 3.1)."""
+    eta = local_eta(phi_loc, z, layout)
+    if layout.structure.davidson:
+        _, _, _, tau = _read(phi_loc, layout)
+        pa, _, pt = jnp.exp(_davidson_logp(eta, tau))
+        return pa + 0.5 * pt
+    return jax.nn.sigmoid(eta)
+
+
+def local_expected_stats(phi_loc, z, stats, layout: Layout):
+    """(w, E[wy], E[wt]) under the model: the Hessian at these is the expected information.
+
+    Used for the model-based covariance and the identification check (B.3), for both
+    tie models: for fractional ties this gives Σ p(1−p) r rᵀ exactly.
+    """
+    eta = local_eta(phi_loc, z, layout)
+    w = stats[0]
+    if layout.structure.davidson:
+        _, _, _, tau = _read(phi_loc, layout)
+        pa, _, pt = jnp.exp(_davidson_logp(eta, tau))
+        return jnp.stack([w, w * (pa + 0.5 * pt), w * pt])
+    return jnp.stack([w, w * jax.nn.sigmoid(eta), stats[2]])
+
+
+def local_index(layout: Layout, a, b, k):
+    """φ indices (N × n_local) of each record's slots; jnp twin of ``Layout.local_index``."""
+    pb = layout.phi_blocks
+    cols = [a, b]
+    if layout.structure.learn_gamma:
+        cols.append(pb["v"].start + k)
+    for t in layout.bias_terms:
+        if t == "cov":
+            cols += [pb["cov"].start + k * layout.n_cov + j for j in range(layout.n_cov)]
+        else:
+            cols.append(pb[t].start + k)
+    return jnp.stack([jnp.asarray(c, jnp.int32) for c in cols], axis=1)

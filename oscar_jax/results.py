@@ -1,0 +1,311 @@
+"""FitResult: estimates, intervals, checks and tidy tables of one penalized fit."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pandas as pd
+from scipy.stats import norm
+
+from .core import STATIONARITY_TOL, FitCore
+from .design import Design
+from .params import Layout, Params
+from .sandwich import Covariances, delta_se, targets
+from .solver import STATUS
+from .spec import ModelSpec
+from .validate import check_choice
+
+__all__ = ["FitResult"]
+
+_CI_KINDS = ("sandwich", "model")
+
+
+def _sigmoid(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+@dataclass(frozen=True, eq=False)
+class FitResult:
+    """Immutable result of :func:`~oscar_jax.fit`.
+
+    Attributes
+    ----------
+    design, spec, effective_spec
+        The data, the requested model and the model actually fitted (terms the data
+        cannot support removed; see ``notes``).
+    core
+        Raw arrays from the fit core (θ̂, mask, objective, checks).
+    cov
+        Cluster-robust (``cov.cluster``) and model-based (``cov.model``) covariance of
+        θ̂, or None when the curvature check failed.
+    """
+
+    design: Design
+    spec: ModelSpec
+    effective_spec: ModelSpec
+    layout: Layout
+    core: FitCore
+    cov: Covariances | None
+    notes: tuple[str, ...]
+    ci_prob: float = 0.95
+
+    # ---------------------------------------------------------------- estimates
+    @property
+    def model(self) -> str:
+        return self.spec.name
+
+    @property
+    def theta(self) -> np.ndarray:
+        return np.asarray(self.core.theta)
+
+    @cached_property
+    def params(self) -> Params:
+        return self.layout.unpack(self.theta)
+
+    @property
+    def objective(self) -> float:
+        return float(self.core.objective)
+
+    @cached_property
+    def _targets(self):
+        t = targets(jnp.asarray(self.theta), self.layout)
+        return jax.tree_util.tree_map(np.asarray, t)
+
+    @property
+    def scores(self) -> np.ndarray:
+        return self._targets.s
+
+    @property
+    def gamma(self) -> np.ndarray:
+        return self.params.gamma
+
+    @property
+    def kappa(self) -> np.ndarray:
+        """κ_k = γ_k · RMS(s): sensitivity on a scale-invariant footing (Section 6.2)."""
+        return np.exp(self._targets.log_kappa)
+
+    @property
+    def D(self) -> np.ndarray:
+        """D_k = tanh(β_pos,k / 2): net first-slot preference (Section 3.2)."""
+        return np.tanh(self.params.beta_pos / 2.0)
+
+    @property
+    def gamma_bar(self) -> float:
+        return float(self._targets.gamma_bar)
+
+    @property
+    def win_prob(self) -> np.ndarray:
+        """q_ij = σ(γ̄ (s_i − s_j)), bias terms at zero (Eq. 3)."""
+        return _sigmoid(self._targets.h)
+
+    # ---------------------------------------------------------------- inference
+    def covariance(self, kind: str = "sandwich") -> np.ndarray:
+        check_choice("ci", kind, _CI_KINDS)
+        if self.cov is None:
+            return np.full((self.layout.n_theta,) * 2, np.nan)
+        return self.cov.cluster if kind == "sandwich" else self.cov.model
+
+    def _se(self, kind: str):
+        cache = self.__dict__.setdefault("_se_cache", {})
+        if kind not in cache:
+            cov = jnp.asarray(self.covariance(kind))
+            theta = jnp.asarray(self.theta)
+            se_t = delta_se(lambda th: targets(th, self.layout), theta, cov)
+            se_theta = np.sqrt(np.maximum(np.diag(np.asarray(cov)), 0.0))
+            cache[kind] = (jax.tree_util.tree_map(np.asarray, se_t), se_theta)
+        return cache[kind]
+
+    @property
+    def z(self) -> float:
+        return float(norm.ppf(0.5 + self.ci_prob / 2.0))
+
+    def _bias_se(self, kind: str, term: str) -> np.ndarray:
+        _, se_theta = self._se(kind)
+        tb = self.layout.theta_blocks
+        if term not in tb:
+            return np.full(self.design.n_judge, np.nan)
+        out = se_theta[tb[term]]
+        if term == "cov":
+            return out.reshape(self.design.n_judge, self.layout.n_cov)
+        return out
+
+    def _kept(self, term: str) -> np.ndarray:
+        tb = self.layout.theta_blocks
+        if term not in tb:
+            return np.zeros(self.design.n_judge, bool)
+        m = np.asarray(self.core.mask)[tb[term]] > 0
+        return m.reshape(self.design.n_judge, -1).any(axis=1) if term == "cov" else m
+
+    # ---------------------------------------------------------------- checks
+    def checks(self) -> dict:
+        """Appendix B.3 checks, as plain Python values."""
+        c = self.core
+        lo, hi = float(c.min_eig), float(c.max_eig)
+        return {
+            "converged": bool(c.converged),
+            "solver_status": STATUS.get(int(c.status), str(int(c.status))),
+            "n_iter": int(c.n_iter),
+            "stationarity": {"ok": bool(c.stationary), "grad_inf_over_n": float(c.grad_inf) / max(float(c.weight), 1e-300),
+                             "tol": STATIONARITY_TOL},
+            "identification": {"ok": bool(c.identified), "rank": int(c.n_identified), "dim_theta": int(c.n_free)},
+            "curvature": {"ok": bool(c.curvature_ok), "min_eig": lo, "max_eig": hi},
+            "bounds": {"ok": not bool(c.at_bound), "v_bound": self.effective_spec.v_bound},
+            "clusters": {"ok": bool(c.clusters_ok), "G": int(c.n_clusters), "dim_theta": int(c.n_free)},
+            "connected": {"ok": bool(c.connected)},
+            "start_objectives": [float(x) for x in np.atleast_1d(c.start_objectives)],
+            "all_ok": bool(c.ok),
+        }
+
+    def failed_checks(self) -> list[str]:
+        ch = self.checks()
+        out = []
+        if not ch["converged"]:
+            out.append(f"solver did not converge ({ch['solver_status']})")
+        if not ch["stationarity"]["ok"]:
+            out.append(f"stationarity failed: ‖∇L‖∞/N = {ch['stationarity']['grad_inf_over_n']:.2e} > 1e-7")
+        if not ch["identification"]["ok"]:
+            out.append(f"identification failed: R̂ᵀŴR̂ has rank {ch['identification']['rank']} < dim θ = "
+                       f"{ch['identification']['dim_theta']} (some parameters are not identified by the data)")
+        if not ch["curvature"]["ok"]:
+            out.append(f"curvature failed: smallest Hessian eigenvalue {ch['curvature']['min_eig']:.3e}")
+        if not ch["bounds"]["ok"]:
+            out.append("a log-sensitivity v_k is at its bound ±15 (a judge with ~zero or huge sensitivity)")
+        if not ch["clusters"]["ok"]:
+            out.append(f"G = {ch['clusters']['G']} prompt clusters ≤ dim θ = {ch['clusters']['dim_theta']}: "
+                       "cluster-robust inference for the full vector is unreliable")
+        if not ch["connected"]["ok"]:
+            out.append("comparison graph is not connected")
+        return out
+
+    # ---------------------------------------------------------------- tables
+    def leaderboard(self, ci: str = "sandwich") -> pd.DataFrame:
+        """Candidates by score: rank, score with CI, win probability against the field with CI.
+
+        ``q_field`` is the mean over the other candidates of q_ij, the probability that a
+        judge of average sensitivity prefers this candidate to a random other one.
+        """
+        check_choice("ci", ci, _CI_KINDS)
+        se_t, _ = self._se(ci)
+        t = self._targets
+        z = self.z
+        names = self.design.candidates
+        frame = pd.DataFrame({
+            "candidate": names,
+            "score": t.s,
+            "score_lo": t.s - z * se_t.s,
+            "score_hi": t.s + z * se_t.s,
+            "q_field": _sigmoid(t.field),
+            "q_field_lo": _sigmoid(t.field - z * se_t.field),
+            "q_field_hi": _sigmoid(t.field + z * se_t.field),
+            "votes": [self.design.counts["candidate_votes"][c] for c in names],
+        })
+        frame = frame.sort_values("score", ascending=False, kind="mergesort").reset_index(drop=True)
+        frame.insert(0, "rank", np.arange(1, len(frame) + 1))
+        return frame
+
+    def judges(self, ci: str = "sandwich") -> pd.DataFrame:
+        """Per judge: n, γ, κ (with CIs), β_pos, D (with CI), β_len, β_fam, kept columns."""
+        check_choice("ci", ci, _CI_KINDS)
+        se_t, _ = self._se(ci)
+        p = self.params
+        z = self.z
+        t = self._targets
+        se_pos = self._bias_se(ci, "pos")
+        kept = {term: self._kept(term) for term in ("pos", "len", "fam", "cov")}
+        ref = self.design.reference
+        rows = {
+            "judge": list(self.design.judges),
+            "n": [self.design.counts["judge_records"][j] for j in self.design.judges],
+            "reference": [k == ref for k in range(self.design.n_judge)],
+            "gamma": p.gamma,
+            "gamma_lo": np.exp(t.log_gamma - z * se_t.log_gamma),
+            "gamma_hi": np.exp(t.log_gamma + z * se_t.log_gamma),
+            "kappa": np.exp(t.log_kappa),
+            "kappa_lo": np.exp(t.log_kappa - z * se_t.log_kappa),
+            "kappa_hi": np.exp(t.log_kappa + z * se_t.log_kappa),
+            "beta_pos": np.where(kept["pos"], p.beta_pos, np.nan),
+            "D": np.where(kept["pos"], np.tanh(p.beta_pos / 2), np.nan),
+            "D_lo": np.where(kept["pos"], np.tanh((p.beta_pos - z * se_pos) / 2), np.nan),
+            "D_hi": np.where(kept["pos"], np.tanh((p.beta_pos + z * se_pos) / 2), np.nan),
+            "beta_len": np.where(kept["len"], p.beta_len, np.nan),
+            "beta_fam": np.where(kept["fam"], p.beta_fam, np.nan),
+        }
+        if self.layout.structure.davidson:
+            rows["tau"] = p.tau
+        for j, name in enumerate(self.design.covariates):
+            if "cov" in self.layout.theta_blocks:
+                m = np.asarray(self.core.mask)[self.layout.theta_blocks["cov"]].reshape(self.design.n_judge, -1)[:, j] > 0
+                se_c = self._bias_se(ci, "cov")[:, j]
+                rows[f"beta_{name}"] = np.where(m, p.beta_cov[:, j], np.nan)
+                rows[f"beta_{name}_lo"] = np.where(m, p.beta_cov[:, j] - z * se_c, np.nan)
+                rows[f"beta_{name}_hi"] = np.where(m, p.beta_cov[:, j] + z * se_c, np.nan)
+        rows["columns"] = [",".join(tm for tm in ("pos", "len", "fam", "cov") if kept[tm][k]) or "-"
+                           for k in range(self.design.n_judge)]
+        return pd.DataFrame(rows)
+
+    def win_matrix(self, ci: str = "sandwich", long: bool = True) -> pd.DataFrame:
+        """q_ij with delta-method intervals σ(ĥ ± z·se) (Eq. 10), for every ordered pair."""
+        check_choice("ci", ci, _CI_KINDS)
+        se_t, _ = self._se(ci)
+        h = self._targets.h
+        z = self.z
+        names = self.design.candidates
+        if not long:
+            return pd.DataFrame(_sigmoid(h), index=names, columns=names)
+        i, j = np.where(~np.eye(len(names), dtype=bool))
+        return pd.DataFrame({
+            "a": [names[x] for x in i], "b": [names[x] for x in j],
+            "q": _sigmoid(h[i, j]),
+            "lo": _sigmoid(h[i, j] - z * se_t.h[i, j]),
+            "hi": _sigmoid(h[i, j] + z * se_t.h[i, j]),
+            "se_logit": se_t.h[i, j],
+        })
+
+    def predict(self, design: Design | None = None) -> np.ndarray:
+        """Tie-adjusted slot-A probability of every *record* of ``design`` (default: own)."""
+        from .derivatives import cell_probabilities
+
+        design = design or self.design
+        p = np.asarray(cell_probabilities(jnp.asarray(self.theta), design.arrays, self.layout))
+        return p[design.record_cell]
+
+    def to_dict(self, ci: str = "sandwich") -> dict:
+        """JSON-ready summary: model, sizes, objective, candidates, judges, win_prob, diagnostics."""
+        lb = self.leaderboard(ci)
+        jt = self.judges(ci)
+        wm = self.win_matrix(ci)
+
+        def clean(x):
+            if isinstance(x, (np.floating, float)):
+                return None if not np.isfinite(x) else float(x)
+            if isinstance(x, (np.integer,)):
+                return int(x)
+            if isinstance(x, np.bool_):
+                return bool(x)
+            return x
+
+        def records(frame):
+            return [{k: clean(v) for k, v in row.items()} for row in frame.to_dict(orient="records")]
+
+        return {
+            "model": self.spec.name,
+            "fitted_model": self.effective_spec.name,
+            "n_records": int(self.design.n_records),
+            "n_prompts": int(self.design.n_clusters),
+            "n_cells": int(self.design.n_cells),
+            "reference_judge": self.design.judges[self.design.reference],
+            "objective": self.objective,
+            "ridge": self.effective_spec.ridge,
+            "ci_prob": self.ci_prob,
+            "ci": ci,
+            "gamma_bar": self.gamma_bar,
+            "candidates": records(lb),
+            "judges": records(jt),
+            "win_prob": records(wm),
+            "diagnostics": self.checks(),
+            "notes": list(self.notes),
+        }
