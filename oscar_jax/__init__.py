@@ -6,10 +6,13 @@ self-family), and reports prompt-cluster confidence intervals for win probabilit
 
 from . import _x64  # noqa: F401  (float64 before anything else)
 from .data import LoadReport, load_judgments
+from . import schemas as _schemas  # noqa: F401  (registers the ecosystem input conventions)
 from .design import Design, build_design
+from .diagnostics import attenuation, median_abs_log_discrepancy
 from .families import family_of
 from .fit import OscarFitWarning, fit
 from .results import FitResult
+from .simulate import TABLE_G1, SimParams, simulate, simulate_design, simulate_frame
 from .spec import ModelSpec, parse_model
 from .validate import OscarInputError
 
@@ -17,15 +20,22 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Design",
+    "SimParams",
+    "TABLE_G1",
     "FitResult",
     "LoadReport",
     "ModelSpec",
     "OscarFitWarning",
     "OscarInputError",
     "__version__",
+    "attenuation",
     "build_design",
     "family_of",
     "fit",
     "load_judgments",
+    "median_abs_log_discrepancy",
     "parse_model",
+    "simulate",
+    "simulate_design",
+    "simulate_frame",
 ]

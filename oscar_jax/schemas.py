@@ -1,0 +1,1 @@
+"""Extra input conventions of the ecosystem (registered into ``oscar_jax.data.SCHEMAS``)."""

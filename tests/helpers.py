@@ -1,0 +1,29 @@
+"""Shared test helpers."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from oscar_jax.data import shared_data_dir
+
+XU = {
+    "mtbench": "judge_results_10k_mtbench.json",
+    "ultrafeedback": "judge_results_10k_ultrafeedback.json",
+    "chatbot_arena": "judge_results_10k_chatbot_arena.json",
+}
+REFERENCE_JUDGE = "Qwen3-235B-A22B-Instruct-2507"
+
+
+def shared_data(name: str) -> Path:
+    """Path of a shared Xu et al. dataset, or skip (fail if OSCAR_REQUIRE_DATA=1)."""
+    path = shared_data_dir() / "xu2026" / XU[name]
+    if not path.exists():
+        message = (f"shared dataset {path} is absent (set OSCAR_DATA_DIR to the folder holding "
+                   "xu2026/ to run this test)")
+        if os.environ.get("OSCAR_REQUIRE_DATA") == "1":
+            pytest.fail(message)
+        pytest.skip(message)
+    return path
