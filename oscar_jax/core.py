@@ -52,8 +52,8 @@ class FitCore(NamedTuple):
     info: jax.Array           # (P, P) expected information R̂ᵀŴR̂ (unpenalized), zero on fixed
 
 
-def penalized_functions(arrays: DesignArrays, stats, mask, layout: Layout, ridge):
-    """(vgh, value) of the penalized, masked objective L(θ) + (λ/2)‖θ‖² (Eq. 4)."""
+def penalized_functions(arrays: DesignArrays, stats, layout: Layout, ridge):
+    """(vgh, value) of the penalized objective L(θ) + (λ/2)‖θ‖² (Eq. 4), unmasked."""
     eye = jnp.eye(layout.n_theta)
 
     def value(theta):
@@ -61,10 +61,7 @@ def penalized_functions(arrays: DesignArrays, stats, mask, layout: Layout, ridge
 
     def vgh(theta):
         f, g, h = value_grad_hess(theta, arrays, stats, layout)
-        f = f + 0.5 * ridge * jnp.sum(theta ** 2)
-        g = (g + ridge * theta) * mask
-        h = (h + ridge * eye) * jnp.outer(mask, mask) + jnp.diag(1.0 - mask)
-        return f, g, h
+        return f + 0.5 * ridge * jnp.sum(theta ** 2), g + ridge * theta, h + ridge * eye
 
     return vgh, value
 
@@ -98,7 +95,7 @@ def fit_core(arrays: DesignArrays, omega, theta_starts, *, layout: Layout, n_clu
     stats = cell_stats_from_cluster_weights(arrays, omega, arrays.a.shape[0])
     if mask is None:
         mask = column_mask(arrays, stats, layout)
-    vgh, value = penalized_functions(arrays, stats, mask, layout, ridge)
+    vgh, value = penalized_functions(arrays, stats, layout, ridge)
     lo_np, hi_np = layout.bounds(1.0)
     is_v = jnp.isfinite(jnp.asarray(lo_np))
     lo = jnp.where(is_v, -v_bound, -jnp.inf)
@@ -106,26 +103,22 @@ def fit_core(arrays: DesignArrays, omega, theta_starts, *, layout: Layout, n_clu
     weight = jnp.sum(stats[:, 0])
     gtol_abs = gtol * jnp.maximum(weight, 1.0)
 
-    # Continuation in three phases (learned γ only). (1) Freeze the log-sensitivities:
+    # Continuation in three phases when γ is learned: (1) freeze the log-sensitivities:
     # for fixed v, η is linear in (u, b), the penalized loss is strictly convex and plain
     # Newton converges in a few steps; this avoids the strongly indefinite Hessian at
     # θ = 0, where ∂η/∂v = 0. (2) Freeze the scores: the problem separates by judge.
     # (3) Free everything and converge to the strict tolerance. Phases 1–2 stop early
     # (‖∇‖∞ ≤ 1e-3 N); only phase 3 decides convergence, from any start.
-    is_u = jnp.zeros(layout.n_theta, bool).at[layout.theta_blocks["u"]].set(True)
-    vgh_no_v, _ = penalized_functions(arrays, stats, mask * (1.0 - is_v.astype(mask.dtype)), layout, ridge)
-    vgh_no_u, _ = penalized_functions(arrays, stats, mask * (1.0 - is_u.astype(mask.dtype)), layout, ridge)
-    loose = 1e-3 * jnp.maximum(weight, 1.0)
+    if layout.structure.learn_gamma:
+        is_u = jnp.zeros(layout.n_theta, bool).at[layout.theta_blocks["u"]].set(True)
+        masks = jnp.stack([mask * ~is_v, mask * ~is_u, mask])
+        loose = 1e-3 * jnp.maximum(weight, 1.0)
+        tols = jnp.stack([loose, loose, gtol_abs])
+    else:
+        masks, tols = mask[None, :], gtol_abs[None]
 
     def solve(theta0):
-        theta0 = theta0 * mask
-        warm = jnp.int32(0)
-        if layout.structure.learn_gamma:
-            for phase_vgh in (vgh_no_v, vgh_no_u):
-                run = lm_minimize(phase_vgh, value, theta0, lo, hi, gtol_abs=loose, max_iter=max_iter)
-                theta0, warm = run.theta, warm + run.n_iter
-        final = lm_minimize(vgh, value, theta0, lo, hi, gtol_abs=gtol_abs, max_iter=max_iter)
-        return final._replace(n_iter=final.n_iter + warm)
+        return lm_minimize(vgh, value, theta0 * mask, lo, hi, masks, tols, max_iter=max_iter)
 
     runs = jax.vmap(solve)(theta_starts)
     # Prefer converged runs; among them the smallest objective.

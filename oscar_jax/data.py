@@ -259,8 +259,9 @@ def _outcome_from_labels(values: pd.Series, column: str, mapping: dict, allow_nu
             continue
         expected = sorted({k for k in mapping})
         extra = " or a number in [0, 1]" if allow_numeric else ""
+        shown = raw.item() if isinstance(raw, np.generic) else raw
         raise OscarInputError(
-            f"column {column!r} record {i}: unknown label {raw!r}; expected one of {expected}{extra}"
+            f"column {column!r} record {i}: unknown label {shown!r}; expected one of {expected}{extra}"
         )
     return y, kind
 

@@ -62,11 +62,19 @@ def balanced_mean(x, beta, gamma=1.0, first_prob=0.5):
     return first_prob * _sigmoid(gamma * x + beta) + (1.0 - first_prob) * _sigmoid(gamma * x - beta)
 
 
-def logit_slope_at_zero(beta, gamma=1.0, h=1e-5):
-    """d logit m / dx at 0 by central differences (equals γ (1 − D²) by Eq. 5)."""
-    def logit(p):
-        return np.log(p) - np.log1p(-p)
-    return (logit(balanced_mean(h, beta, gamma)) - logit(balanced_mean(-h, beta, gamma))) / (2 * h)
+def logit_slope_at_zero(beta, gamma=1.0):
+    """d logit m(x) / dx at x = 0 by automatic differentiation (Eq. 5: γ (1 − D²)).
+
+    Exact to rounding, so it can be compared with the closed form to 1e-10.
+    """
+    import jax
+    import jax.numpy as jnp
+
+    def logit_m(x):
+        m = 0.5 * (jax.nn.sigmoid(gamma * x + beta) + jax.nn.sigmoid(gamma * x - beta))
+        return jnp.log(m) - jnp.log1p(-m)
+
+    return float(jax.grad(logit_m)(jnp.float64(0.0)))
 
 
 def population_gamma_no_position(x, m):

@@ -29,7 +29,7 @@ import pandas as pd
 from . import _x64  # noqa: F401
 from .design import Design, DesignArrays, build_design
 
-__all__ = ["SimParams", "SimTruth", "SimData", "simulate", "simulate_design", "simulate_frame", "TABLE_G1"]
+__all__ = ["SimParams", "SimTruth", "SimData", "family_map_of", "simulate", "simulate_design", "simulate_frame", "TABLE_G1"]
 
 
 @dataclass(frozen=True)
@@ -198,7 +198,7 @@ def simulate_frame(seed: int = 0, n_prompts: int = 2000, params: SimParams = TAB
     })
 
 
-def _sim_families(params: SimParams) -> dict:
+def family_map_of(params: SimParams = TABLE_G1) -> dict:
     """Family map that reproduces the generator's families for the synthetic names."""
     p = params.arrays()
     fam = {f"cand{i}": f"family{int(f)}" for i, f in enumerate(np.asarray(p["candidate_family"]))}
@@ -213,4 +213,4 @@ def simulate_design(seed: int = 0, n_prompts: int = 2000, params: SimParams = TA
     what a user's data goes through.
     """
     frame = simulate_frame(seed, n_prompts, params)
-    return build_design(frame, reference_judge="judge0", family_map=_sim_families(params))
+    return build_design(frame, reference_judge="judge0", family_map=family_map_of(params))

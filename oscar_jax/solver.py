@@ -7,9 +7,13 @@ adapted by the gain ratio (actual / predicted decrease), gives gradient-descent 
 far away and quadratic convergence near the minimum, where the penalized Hessian is
 positive definite (checked by B.3). Bounds |v_k| ≤ 15 are handled by projection with an
 active set: coordinates at a bound whose gradient pushes outward are frozen for the
-step. The loop is a ``lax.while_loop`` with per-problem state, so it vmaps over
-bootstrap replicates, folds and simulated datasets; the solver never raises inside
-jit — ``converged`` and ``status`` report what happened.
+step.
+
+The solver runs a sequence of *phases* in one ``lax.while_loop``: phase i optimizes only
+the coordinates of ``masks[i]`` until ‖projected ∇‖∞ ≤ ``tols[i]``, then hands over to
+the next. One compiled loop body serves every phase (the masks are data), which keeps
+compile time down. The loop vmaps over bootstrap replicates, folds and simulated
+datasets; it never raises inside jit — ``converged`` and ``status`` report what happened.
 """
 
 from __future__ import annotations
@@ -33,8 +37,8 @@ STATUS = {
 class SolveResult(NamedTuple):
     theta: jax.Array
     objective: jax.Array
-    grad: jax.Array  # penalized gradient at theta (masked)
-    hess: jax.Array  # penalized Hessian at theta (masked, identity on fixed coordinates)
+    grad: jax.Array  # penalized gradient at theta, masked by the last phase's mask
+    hess: jax.Array  # penalized Hessian, masked (identity on fixed coordinates)
     n_iter: jax.Array
     converged: jax.Array
     status: jax.Array
@@ -45,48 +49,61 @@ def _active(theta, g, lo, hi):
     return ((theta <= lo) & (g > 0)) | ((theta >= hi) & (g < 0))
 
 
-def lm_minimize(vgh, value, theta0, lo, hi, *, gtol_abs, max_iter: int = 100, max_reject: int = 30,
-                mu0: float = 0.0):
-    """Minimize f with exact derivatives.
+def _masked(g, h, mask):
+    return g * mask, h * jnp.outer(mask, mask) + jnp.diag(1.0 - mask)
+
+
+def lm_minimize(vgh, value, theta0, lo, hi, masks, tols, *, max_iter: int = 100, max_reject: int = 30):
+    """Minimize f with exact derivatives, phase by phase.
 
     Parameters
     ----------
-    vgh : θ ↦ (f, ∇f, ∇²f)   with fixed coordinates already masked (zero gradient,
-        identity Hessian rows), so they never move.
+    vgh : θ ↦ (f, ∇f, ∇²f), unmasked.
     value : θ ↦ f  (cheaper; for trial steps)
-    theta0, lo, hi : (P,) start and bounds.
-    gtol_abs : stop when ‖projected ∇f‖∞ ≤ gtol_abs.
-    mu0 : initial damping relative to the mean |diagonal| of the Hessian (0: try Newton).
+    theta0, lo, hi : (P,) start (fixed coordinates already zero) and bounds.
+    masks : (S, P) 1 = coordinate optimized in phase s; the last phase decides convergence.
+    tols : (S,) phase s ends when ‖projected masked ∇f‖∞ ≤ tols[s].
+    max_iter : iteration limit over all phases.
     """
     theta0 = jnp.clip(theta0, lo, hi)
     f0, g0, h0 = vgh(theta0)
     n = theta0.shape[0]
+    n_phase = masks.shape[0]
     eye = jnp.eye(n, dtype=theta0.dtype)
 
-    def proj_norm(theta, g):
-        return jnp.max(jnp.abs(jnp.where(_active(theta, g, lo, hi), 0.0, g)), initial=0.0)
+    def proj_norm(theta, g, mask):
+        return jnp.max(jnp.abs(jnp.where(_active(theta, g, lo, hi), 0.0, g * mask)), initial=0.0)
 
-    scale0 = jnp.maximum(jnp.mean(jnp.abs(jnp.diag(h0))), 1e-12)
-    # state: theta, f, g, H, mu, nu, it, n_reject, done, status
-    init = (theta0, f0, g0, h0, mu0 * scale0, jnp.asarray(2.0, theta0.dtype), jnp.int32(0), jnp.int32(0),
-            proj_norm(theta0, g0) <= gtol_abs, jnp.int32(0))
+    def advance(theta, g, phase):
+        # Move past every phase whose tolerance is already met (never past the last).
+        def step(p):
+            return jnp.where((p < n_phase - 1) & (proj_norm(theta, g, masks[p]) <= tols[p]), p + 1, p)
+        for _ in range(n_phase - 1):
+            phase = step(phase)
+        return phase
+
+    phase0 = advance(theta0, g0, jnp.int32(0))
+    done0 = proj_norm(theta0, g0, masks[phase0]) <= tols[phase0]
+    one = jnp.ones((), theta0.dtype)
+    # state: theta, f, g, H, mu, nu, phase, it, n_reject, done, status
+    init = (theta0, f0, g0, h0, 0.0 * one, 2.0 * one, phase0, jnp.int32(0), jnp.int32(0), done0, jnp.int32(0))
 
     def cond(state):
-        return ~state[8]
+        return ~state[9]
 
     def body(state):
-        theta, f, g, h, mu, nu, it, n_rej, _, _ = state
-        act = _active(theta, g, lo, hi)
-        free = (~act).astype(theta.dtype)
-        g_s = g * free
-        h_s = h * jnp.outer(free, free) + jnp.diag(1.0 - free)
+        theta, f, g, h, mu, nu, phase, it, n_rej, _, _ = state
+        mask = masks[phase]
+        gm, hm = _masked(g, h, mask)
+        free = (~_active(theta, gm, lo, hi)).astype(theta.dtype)
+        g_s, h_s = _masked(gm, hm, free)
         chol = jnp.linalg.cholesky(h_s + mu * eye)
         delta = jax.scipy.linalg.cho_solve((chol, True), -g_s)
         ok = jnp.all(jnp.isfinite(delta))
         delta = jnp.where(ok, delta, 0.0)
         theta_new = jnp.clip(theta + delta, lo, hi)
         step = theta_new - theta
-        pred = -(g @ step + 0.5 * step @ (h @ step))
+        pred = -(gm @ step + 0.5 * step @ (hm @ step))
         f_new = value(theta_new)
         actual = f - f_new
         rho = actual / jnp.where(pred > 0, pred, jnp.inf)
@@ -99,20 +116,25 @@ def lm_minimize(vgh, value, theta0, lo, hi, *, gtol_abs, max_iter: int = 100, ma
         # Nielsen's damping update: shrink smoothly with the gain ratio on success; on
         # failure grow geometrically faster (ν doubles), so an indefinite Hessian is
         # escaped in a few rejections rather than dozens.
-        scale = jnp.maximum(jnp.mean(jnp.abs(jnp.diag(h))), 1e-12)
+        scale = jnp.maximum(jnp.mean(jnp.abs(jnp.diag(hm))), 1e-12)
         shrink = jnp.maximum(1.0 / 3.0, 1.0 - (2.0 * jnp.clip(rho, 0.0, 1.0) - 1.0) ** 3)
         mu_ok = mu * shrink
         mu_ok = jnp.where(mu_ok < 1e-15 * scale, 0.0, mu_ok)
-        mu_bad = jnp.maximum(mu * nu, 1e-6 * scale)
-        mu2 = jnp.where(accept, mu_ok, mu_bad)
+        mu2 = jnp.where(accept, mu_ok, jnp.maximum(mu * nu, 1e-6 * scale))
         nu2 = jnp.where(accept, 2.0, 2.0 * nu)
         n_rej2 = jnp.where(accept, 0, n_rej + 1)
         it2 = it + 1
-        converged = proj_norm(theta2, g2) <= gtol_abs
-        status = jnp.where(converged, 0, jnp.where(n_rej2 >= max_reject, 2, jnp.where(it2 >= max_iter, 1, 0)))
-        done = converged | (n_rej2 >= max_reject) | (it2 >= max_iter)
-        return (theta2, f2, g2, h2, mu2, nu2, it2, n_rej2, done, status.astype(jnp.int32))
+        phase2 = advance(theta2, g2, phase)
+        switched = phase2 != phase
+        mu2 = jnp.where(switched, 0.0, mu2)  # a new phase starts undamped
+        converged = (phase2 == n_phase - 1) & (proj_norm(theta2, g2, masks[phase2]) <= tols[phase2])
+        exhausted = n_rej2 >= max_reject
+        status = jnp.where(converged, 0, jnp.where(exhausted, 2, jnp.where(it2 >= max_iter, 1, 0)))
+        done = converged | exhausted | (it2 >= max_iter)
+        return (theta2, f2, g2, h2, mu2, nu2, phase2, it2, n_rej2, done, status.astype(jnp.int32))
 
-    theta, f, g, h, _, _, it, _, _, status = jax.lax.while_loop(cond, body, init)
-    converged = proj_norm(theta, g) <= gtol_abs
-    return SolveResult(theta, f, g, h, it, converged, jnp.where(converged, 0, jnp.maximum(status, 1)))
+    theta, f, g, h, _, _, phase, it, _, _, status = jax.lax.while_loop(cond, body, init)
+    last = masks[-1]
+    converged = (phase == n_phase - 1) & (proj_norm(theta, g, last) <= tols[-1])
+    gm, hm = _masked(g, h, last)
+    return SolveResult(theta, f, gm, hm, it, converged, jnp.where(converged, 0, jnp.maximum(status, 1)))

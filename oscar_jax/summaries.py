@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import textwrap
+
 import numpy as np
 import pandas as pd
 
@@ -19,14 +21,14 @@ def header(result: FitResult) -> str:
     lines = [
         f"{result.effective_spec.name} — {d.n_records:,} records · {d.n_clusters:,} prompts · "
         f"{d.n_cand} candidates · {d.n_judge} judges",
-        f"reference judge: {shorten(d.judges[d.reference], 40)} · objective {result.objective:.4f} · "
-        f"checks: {'all passed' if not checks else 'FAILED'}",
+        f"reference judge: {d.judges[d.reference]}",
+        f"objective {result.objective:.4f} · checks (B.3): {'all passed' if not checks else 'FAILED'}",
     ]
     if d.report is not None:
         lines.append(f"data: {d.report.summary()}")
     lines += [f"note: {n}" for n in result.notes]
     lines += [f"warning: {c}" for c in checks]
-    return "\n".join(lines)
+    return "\n".join(textwrap.fill(line, 80, subsequent_indent="  ") for line in lines)
 
 
 def leaderboard_text(result: FitResult, ci: str = "sandwich") -> str:
@@ -34,7 +36,7 @@ def leaderboard_text(result: FitResult, ci: str = "sandwich") -> str:
     lb = lb.assign(score_ci=[fmt_ci(lo, hi) for lo, hi in zip(lb.score_lo, lb.score_hi)],
                    q_ci=[fmt_ci(lo, hi, 3) for lo, hi in zip(lb.q_field_lo, lb.q_field_hi)])
     pct = int(round(100 * result.ci_prob))
-    title = f"Leaderboard ({pct}% CI, {_CI_NAME[ci]}; q = win probability against the field)"
+    title = f"Leaderboard ({pct}% CI, {_CI_NAME[ci]}; q = win prob. against the field)"
     table = render_table(lb, [("rank", "rank", "d"), ("candidate", "candidate", ""), ("score", "score", ".3f"),
                               ("score_ci", f"{pct}% CI", ""), ("q_field", "q", ".3f"), ("q_ci", f"{pct}% CI", ""),
                               ("votes", "votes", "d")], name_col="candidate")
@@ -53,7 +55,7 @@ def judges_text(result: FitResult, ci: str = "sandwich") -> str:
         cols.append(("beta_len", "β_len", ".2f"))
     if jt["beta_fam"].notna().any():
         cols.append(("beta_fam", "β_fam", ".2f"))
-    title = "Judges (κ = γ·RMS(s): sensitivity; D = tanh(β_pos/2): net first-slot preference)"
+    title = "Judges (κ = γ·RMS(s): sensitivity; D = tanh(β_pos/2): first-slot preference)"
     return title + "\n" + render_table(jt, cols, name_col="name")
 
 

@@ -63,7 +63,7 @@ def run(args) -> int:
         return 0
 
     lines = [
-        "oscar demo — Appendix G simulation (Table G1 parameters, c = 1, ρ = 0.6), "
+        "oscar demo — Appendix G simulation (Table G1, c = 1, ρ = 0.6)",
         f"seed {args.seed}, {design.n_records:,} judgments",
         "",
         header(full),
@@ -89,13 +89,13 @@ def run(args) -> int:
     jt = full.judges()
     att["kappa_ci"] = [fmt_ci(lo, hi) for lo, hi in zip(jt.kappa_lo, jt.kappa_hi)]
     att["D_ci"] = [fmt_ci(lo, hi) for lo, hi in zip(jt.D_lo, jt.D_hi)]
-    lines.append("Judges: sensitivity with and without bias terms, and the 1 − D² attenuation (Eq. 5)")
+    lines.append("Judges: sensitivity with and without bias terms; 1 − D² attenuation (Eq. 5)")
     lines.append(render_table(att, [("judge", "judge", ""), ("kappa_true", "κ true", ".3f"),
                                     ("kappa_naive", "κ J", ".3f"), ("kappa_adjusted", "κ OSCAR", ".3f"),
                                     ("kappa_ci", "OSCAR CI", ""), ("D", "D", ".2f"),
                                     ("predicted", "1−D²", ".3f"), ("ratio", "κJ/κO", ".3f")]))
     lines.append("")
-    lines.append("Win probabilities q_ij over the 28 pairs against the true values (95% sandwich CIs)")
+    lines.append("Win probabilities q_ij, all pairs, against the truth (95% sandwich CIs)")
     lines.append(render_table(
         pd.DataFrame([{"model": k, "rmse": v["q_rmse"], "coverage": 100 * v["coverage"]} for k, v in summary.items()]),
         [("model", "model", ""), ("rmse", "q RMSE", ".4f"), ("coverage", "CIs covering truth (%)", ".1f")]))

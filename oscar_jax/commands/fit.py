@@ -1,38 +1,211 @@
-"""``oscar fit``: penalized fit with cluster-robust intervals."""
+"""``oscar fit``: penalized fit with cluster-robust intervals, Arena-style boards and plots."""
 
 from __future__ import annotations
 
+import sys
+
 from ..fit import fit
+from ..leaderboard import (
+    CI_SOURCES,
+    ELO_BASE,
+    ELO_SLOPE,
+    SCALES,
+    arena_leaderboard,
+    arena_text,
+    draw_intervals,
+    interval_draws,
+    interval_source,
+    parse_anchor,
+)
 from ..report import write_tables
-from ..summaries import fit_report
-from ._common import MODELS_HELP, add_data_arguments, add_output_arguments, design_from_args, emit, emit_json
+from ..summaries import fit_report, header, judges_text, win_text
+from ..validate import OscarInputError, check_ci_prob, check_positive_int, resolve_name
+from ._common import (
+    MODELS_HELP,
+    add_data_arguments,
+    add_output_arguments,
+    design_from_args,
+    emit,
+    emit_json,
+    load_family_map,
+)
 
 NAME = "fit"
 HELP = "fit a model and print the leaderboard, judge table and win probabilities"
+DESCRIPTION = (
+    "Fit a model by penalized maximum likelihood and report candidates, judges and win "
+    "probabilities. --scale elo prints an Arena-style board (Rank (UB) | Model | Score | "
+    "95% CI (+x/−y) | Votes) with Elo = 1000 + (400/ln 10)·(average-judge logit); --anchor "
+    "NAME[=VALUE] pins one candidate and recomputes the intervals for the contrast with it; "
+    "--plots DIR writes forest, win-probability heatmap, judge panel and 1 − D² figures."
+)
 
 
 def add_arguments(parser):
     add_data_arguments(parser)
     parser.add_argument("--model", default="oscar", help=f"model variant: {MODELS_HELP} (default oscar)")
-    parser.add_argument("--ci", choices=["sandwich", "model"], default="sandwich",
-                        help="interval source: prompt-cluster sandwich (default) or model-based")
+    parser.add_argument("--ci", choices=list(CI_SOURCES), default="sandwich",
+                        help="interval source: prompt-cluster sandwich (default), model-based, prompt "
+                             "bootstrap (oscar_jax.resample) or posterior (oscar_jax.bayes)")
     parser.add_argument("--ci-prob", type=float, default=0.95, help="interval level (default 0.95)")
+    parser.add_argument("--scale", choices=list(SCALES), default="logit",
+                        help="leaderboard scale: logit (default; the full text report) or elo "
+                             "(1000 + 173.72·logit, Arena-style table)")
+    parser.add_argument("--anchor", default=None, metavar="NAME[=VALUE]",
+                        help="pin candidate NAME at VALUE (default 1000 Elo / 0 logit); the other "
+                             "candidates' intervals are recomputed for the contrast with it, so they widen")
+    parser.add_argument("--plots", default=None, metavar="DIR",
+                        help="write forest.png, win_heatmap.png, judge_panel.png, attenuation.png to DIR "
+                             "(fits J, and J+P when the model has no position term, for comparison)")
+    parser.add_argument("--replicates", type=int, default=500,
+                        help="bootstrap replicates for --ci bootstrap (default 500)")
+    parser.add_argument("--baseline", default=None, metavar="NAME",
+                        help="arena-hard files: the baseline model shown first in game 1 (v0.1 rows do not "
+                             "store it; e.g. gpt-4-0314)")
+    parser.add_argument("--strong-weight", type=float, default=None, metavar="W",
+                        help="arena-hard files: weight of A>>B / B>>A verdicts (default 1; arena-hard-auto uses 3)")
     parser.add_argument("--ridge", type=float, default=None, help="ridge λ (default 0.05)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the random second start (default 0)")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="seed of the random second start and of the bootstrap/posterior (default 0)")
     add_output_arguments(parser)
 
 
+def _design(args):
+    """The design, through the arena-hard reader when its options are given."""
+    if args.baseline is None and args.strong_weight is None:
+        return design_from_args(args)
+    if args.schema not in (None, "arena-hard"):
+        raise OscarInputError(f"--baseline and --strong-weight apply to arena-hard files only, not --schema {args.schema}")
+    from ..design import build_design
+    from ..schemas import load_arena_hard
+
+    frame, report = load_arena_hard(args.data, baseline=args.baseline, strong_weight=args.strong_weight,
+                                    keep_columns=tuple(args.covariate))
+    return build_design(frame, reference_judge=args.reference_judge, family_map=load_family_map(args.family_map),
+                        covariates=tuple(args.covariate), report=report)
+
+
+def _data_summary(design) -> dict:
+    rep = design.report
+    if rep is None:
+        return {}
+    return {"source": rep.source, "schema": rep.schema, "n_input": rep.n_input, "n_kept": rep.n_kept,
+            "dropped": dict(rep.dropped), "ties": dict(rep.ties), "notes": list(rep.notes)}
+
+
+def _merge_board(payload: dict, board, scale: str):
+    """Add rank_ub and the chosen scale's score/interval fields to each candidate record."""
+    rows = board.set_index("candidate")
+    keys = ("elo", "elo_lo", "elo_hi") if scale == "elo" else ("logit", "logit_lo", "logit_hi")
+    for cand in payload["candidates"]:
+        row = rows.loc[cand["candidate"]]
+        cand["name"] = cand["candidate"]
+        cand["rank_ub"] = int(row["rank_ub"])
+        for k in keys:
+            cand[k] = float(row[k])
+        cand["plus"], cand["minus"] = float(row["plus"]), float(row["minus"])
+
+
+def _apply_draws(payload: dict, result, intervals: dict):
+    """Replace the Wald intervals of candidates, win probabilities and κ by percentile ones."""
+    index = {c: i for i, c in enumerate(result.design.candidates)}
+    s_lo, s_hi = intervals["s"]
+    f_lo, f_hi = intervals["q_field"]
+    for cand in payload["candidates"]:
+        i = index[cand["candidate"]]
+        cand["score_lo"], cand["score_hi"] = float(s_lo[i]), float(s_hi[i])
+        cand["q_field_lo"], cand["q_field_hi"] = float(f_lo[i]), float(f_hi[i])
+    q_lo, q_hi = intervals["q"]
+    for row in payload["win_prob"]:
+        i, j = index[row["a"]], index[row["b"]]
+        row["lo"], row["hi"] = float(q_lo[i, j]), float(q_hi[i, j])
+        row["se_logit"] = None
+    k_lo, k_hi = intervals["kappa"]
+    jindex = {j: n for n, j in enumerate(result.design.judges)}
+    for row in payload["judges"]:
+        n = jindex[row["judge"]]
+        row["kappa_lo"], row["kappa_hi"] = float(k_lo[n]), float(k_hi[n])
+
+
+def _aux_fit(design, model: str, args, result):
+    """J (or J+P) next to the chosen model, for the judge panel and attenuation plot."""
+    return fit(design, model, ridge=args.ridge, seed=args.seed, ci_prob=result.ci_prob)
+
+
 def run(args) -> int:
-    design = design_from_args(args)
-    result = fit(design, args.model, ridge=args.ridge, seed=args.seed, ci_prob=args.ci_prob)
-    payload = result.to_dict(args.ci)
+    # Validate everything that does not need the data before reading or fitting anything.
+    ci_prob = check_ci_prob(args.ci_prob)
+    anchor = parse_anchor(args.anchor)
+    draw_based = args.ci in ("bootstrap", "bayes")
+    if draw_based:
+        interval_source(args.ci)
+        check_positive_int("replicates", args.replicates, minimum=2)
+    design = _design(args)
+    if anchor is not None:
+        anchor = (resolve_name("anchor candidate", anchor[0], list(design.candidates)), anchor[1])
+    result = fit(design, args.model, ridge=args.ridge, seed=args.seed, ci_prob=ci_prob)
+    wald = "sandwich" if draw_based else args.ci
+    draws, n_failed = (interval_draws(args.ci, result, replicates=args.replicates, seed=args.seed)
+                       if draw_based else (None, 0))
+    board = arena_leaderboard(result, ci=args.ci, scale=args.scale, anchor=anchor, draws=draws)
+
+    payload = result.to_dict(wald)
+    payload["ci"] = args.ci
+    _merge_board(payload, board, args.scale)
+    notes = []
+    if draw_based:
+        _apply_draws(payload, result, draw_intervals(result, draws))
+        notes.append(f"{args.ci} percentile intervals from {len(draws)} draws for the leaderboard"
+                     + (", κ and win probabilities; D and bias-coefficient intervals are prompt-cluster sandwich"
+                        if args.format != "table" else
+                        "; the judge and win-probability tables below are prompt-cluster sandwich"))
+        if n_failed:
+            notes.append(f"{n_failed} {args.ci} draws failed their checks and were left out")
+    payload["leaderboard"] = {
+        "scale": args.scale, "score": "average-judge logit γ̄·s (= s when γ ≡ 1)",
+        "elo_base": ELO_BASE, "elo_slope": ELO_SLOPE, "anchor": board.attrs["anchor"],
+        "anchor_value": board.attrs["anchor_value"], "ci": args.ci, "ci_prob": ci_prob,
+        "rank_ub": "1 + number of candidates whose lower bound exceeds this one's upper bound",
+        "n_draws": None if draws is None else int(len(draws)), "n_failed_draws": n_failed,
+    }
+    payload["data"] = _data_summary(design)
+    payload["notes"] = list(payload["notes"]) + notes
+
+    plots = {}
+    if args.plots:
+        from ..plots import write_fit_plots
+
+        terms = result.effective_spec.terms
+        is_j = result.effective_spec.learn_gamma and not terms
+        j_fit = result if is_j else _aux_fit(design, "j", args, result)
+        pos_fit = result if "pos" in terms else _aux_fit(design, "j+p", args, result)
+        win_table = None
+        if draw_based:
+            win_table = result.win_matrix("sandwich")
+            win_table["lo"] = [r["lo"] for r in payload["win_prob"]]
+            win_table["hi"] = [r["hi"] for r in payload["win_prob"]]
+        plots = write_fit_plots(result, args.plots, board=board, j_fit=j_fit, pos_fit=pos_fit, ci=wald,
+                                win_table=win_table)
+        payload["plots"] = {k: str(v) for k, v in plots.items()}
+
     if args.out:
-        write_tables(args.out, {"leaderboard": result.leaderboard(args.ci), "judges": result.judges(args.ci),
-                                "win_prob": result.win_matrix(args.ci)}, payload)
+        write_tables(args.out, {"leaderboard": result.leaderboard(wald), "arena": board,
+                                "judges": result.judges(wald), "win_prob": result.win_matrix(wald)}, payload)
     if args.format == "json":
         emit_json(payload)
     elif args.format == "csv":
-        emit(result.leaderboard(args.ci).to_csv(index=False))
+        plain = args.scale == "logit" and anchor is None and not draw_based
+        emit((result.leaderboard(wald) if plain else board).to_csv(index=False))
     else:
-        emit(fit_report(result, ci=args.ci))
+        if args.scale == "logit" and anchor is None and not draw_based:
+            text = fit_report(result, ci=wald)
+        else:
+            text = "\n\n".join([header(result), arena_text(board), judges_text(result, wald), win_text(result, wald)])
+        if notes:
+            text += "\n\n" + "\n".join(f"note: {n}" for n in notes)
+        if plots:
+            text += "\n\nplots: " + ", ".join(str(p) for p in plots.values())
+        emit(text)
+    if plots and args.format != "table":
+        print(f"oscar fit: wrote {len(plots)} plots to {args.plots}", file=sys.stderr)
     return 0

@@ -1,0 +1,356 @@
+"""Bayesian attribute-effect models for audits (NumPyro, NUTS).
+
+Labels — a cumulative-logit (ordinal logistic) model with item effects, condition
+effects and an item × condition interaction:
+
+    P(y_icr ≤ j | α, δ, u) = σ(κ_j − α_i − δ_c − u_ic),   j = 0 … M−2 (0 = least favourable)
+    α_i ~ N(0, σ_item²),  u_ic ~ N(0, σ_inter²),  δ_ref = 0,  δ_c ~ N(0, s_δ²)
+
+so δ_c is condition c's effect on the log-odds of a *more favourable* label relative to
+the reference (δ_c > 0: c is judged more favourably). Probabilities — the same on the
+logit scale, a Gaussian hierarchical model for x = logit(p):
+
+    x_icr = μ + α_i + δ_c + u_ic + ε_icr,   ε ~ N(0, σ_noise²).
+
+u_ic repeats in every run of (i, c); leaving it out would treat ten runs of one item as
+ten independent items and make the intervals far too narrow whenever the judge reacts
+idiosyncratically to a condition. It is integrated out — by 20-point Gauss–Hermite
+quadrature for labels (the integrand is a smooth product of logistic terms) and exactly
+for the Gaussian model — so NUTS only sees I + C + M + 3 parameters. With one run per
+(item, condition) u is not identified and is left out (``interaction="auto"``).
+
+The data enter as sufficient statistics: label counts (I, C, M), or per (i, c) the run
+count, mean and within-(i, c) sum of squares of x. ``fit_bayes`` runs NumPyro's MCMC with
+``chain_method="vectorized"``; :func:`nuts_draws` is a pure function (functional NUTS)
+that the calibration study vmaps over simulated audits in one compiled call.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import numpyro
+import numpyro.distributions as dist
+import pandas as pd
+from numpyro.distributions import constraints
+from numpyro.infer import MCMC, NUTS
+from numpyro.infer.hmc import hmc
+from numpyro.infer.util import initialize_model, potential_energy
+
+from .. import _x64  # noqa: F401
+from ..validate import OscarInputError, check_ci_prob, check_positive_int
+from .data import AuditData
+
+__all__ = ["BayesPrior", "BayesResult", "fit_bayes", "logit_model", "nuts_draws", "ordinal_log_probs",
+           "ordinal_model", "sufficient_stats", "summarize_draws"]
+
+N_GH = 20
+_GH_X, _GH_W = np.polynomial.hermite_e.hermegauss(N_GH)
+_GH_LOGW = np.log(_GH_W / _GH_W.sum())
+PROB_EPS = 1e-4  # probabilities are moved into [eps, 1 − eps] before the logit (counted)
+
+
+@dataclass(frozen=True)
+class BayesPrior:
+    """Prior scales (weakly informative on the log-odds / logit scale).
+
+    effect_sd: δ_c ~ N(0, effect_sd²); item_sd, inter_sd, noise_sd: half-normal scales
+    of σ_item, σ_inter, σ_noise; cut_sd: ordered cutpoints i.i.d. N(0, cut_sd²) restricted
+    to the ordered region; intercept_sd: μ ~ N(0, intercept_sd²).
+    """
+
+    effect_sd: float = 2.5
+    item_sd: float = 2.5
+    inter_sd: float = 1.0
+    noise_sd: float = 1.0
+    cut_sd: float = 5.0
+    intercept_sd: float = 5.0
+
+
+def ordinal_log_probs(eta, cut):
+    """log P(y = j | η) for the cumulative logit, (…, M), computed without cancellation.
+
+    P(j) = σ(κ_j − η) − σ(κ_{j−1} − η) = σ(b)·σ(−a)·(1 − e^{a−b}) with a = κ_{j−1} − η,
+    b = κ_j − η, so the log is a sum of log-sigmoids and log(−expm1(a − b)), all stable
+    in the tails where the plain difference would round to 0.
+    """
+    z = cut - eta[..., None]                                   # (…, M−1)
+    first = jax.nn.log_sigmoid(z[..., :1])
+    last = jax.nn.log_sigmoid(-z[..., -1:])
+    if z.shape[-1] == 1:
+        return jnp.concatenate([first, last], axis=-1)
+    a, b = z[..., :-1], z[..., 1:]
+    mid = jax.nn.log_sigmoid(b) + jax.nn.log_sigmoid(-a) + jnp.log(-jnp.expm1(a - b))
+    return jnp.concatenate([first, mid, last], axis=-1)
+
+
+def _ordinal_loglik(eta, cut, counts, sigma_inter):
+    """Σ_ic log ∫ Π_j P_j(η_ic + u)^{n_icj} N(u; 0, σ_inter²) du (Gauss–Hermite)."""
+    if sigma_inter is None:
+        return jnp.sum(counts * ordinal_log_probs(eta, cut))
+    e = eta[..., None] + sigma_inter * jnp.asarray(_GH_X)        # (I, C, Q)
+    lp = ordinal_log_probs(e, cut)                               # (I, C, Q, M)
+    per_node = jnp.einsum("icqm,icm->icq", lp, counts)
+    return jnp.sum(jax.nn.logsumexp(per_node + jnp.asarray(_GH_LOGW), axis=-1))
+
+
+def _insert_ref(free, ref: int):
+    return jnp.concatenate([free[..., :ref], jnp.zeros(free.shape[:-1] + (1,)), free[..., ref:]], axis=-1)
+
+
+def ordinal_model(counts, *, ref: int, interaction: bool, prior: BayesPrior = BayesPrior()):
+    """NumPyro cumulative-logit model; ``counts`` (I, C, M) label counts (code order)."""
+    n_items, n_cond, m = counts.shape
+    cut = numpyro.sample("cutpoints", dist.ImproperUniform(constraints.ordered_vector, (), event_shape=(m - 1,)))
+    numpyro.factor("cutpoints_prior", jnp.sum(dist.Normal(0.0, prior.cut_sd).log_prob(cut)))
+    sigma_item = numpyro.sample("sigma_item", dist.HalfNormal(prior.item_sd))
+    delta_free = numpyro.sample("delta_free", dist.Normal(0.0, prior.effect_sd).expand([n_cond - 1]).to_event(1))
+    alpha = numpyro.sample("alpha", dist.Normal(0.0, sigma_item).expand([n_items]).to_event(1))
+    sigma_inter = numpyro.sample("sigma_inter", dist.HalfNormal(prior.inter_sd)) if interaction else None
+    eta = alpha[:, None] + _insert_ref(delta_free, ref)[None, :]
+    numpyro.factor("loglik", _ordinal_loglik(eta, cut, counts, sigma_inter))
+
+
+def logit_model(n, xbar, ss, *, ref: int, interaction: bool, prior: BayesPrior = BayesPrior()):
+    """NumPyro Gaussian model for logit(p); per (i, c) run count ``n``, mean ``xbar``, SS ``ss``."""
+    n_items, n_cond = n.shape
+    mu = numpyro.sample("mu", dist.Normal(0.0, prior.intercept_sd))
+    sigma_item = numpyro.sample("sigma_item", dist.HalfNormal(prior.item_sd))
+    sigma_noise = numpyro.sample("sigma_noise", dist.HalfNormal(prior.noise_sd))
+    delta_free = numpyro.sample("delta_free", dist.Normal(0.0, prior.effect_sd).expand([n_cond - 1]).to_event(1))
+    alpha = numpyro.sample("alpha", dist.Normal(0.0, sigma_item).expand([n_items]).to_event(1))
+    var_run = sigma_noise ** 2 / jnp.maximum(n, 1.0)
+    if interaction:
+        sigma_inter = numpyro.sample("sigma_inter", dist.HalfNormal(prior.inter_sd))
+        var_mean = sigma_inter ** 2 + var_run
+    else:
+        var_mean = var_run
+    mean = mu + alpha[:, None] + _insert_ref(delta_free, ref)[None, :]
+    obs = n > 0
+    # Exact marginal over u_ic: the run mean carries σ_inter² + σ_noise²/n, the within-(i, c)
+    # spread carries σ_noise² alone (n − 1 degrees of freedom).
+    ll_mean = dist.Normal(mean, jnp.sqrt(var_mean)).log_prob(xbar)
+    ll_within = -(n - 1.0) * jnp.log(sigma_noise) - ss / (2.0 * sigma_noise ** 2)
+    numpyro.factor("loglik", jnp.sum(jnp.where(obs, ll_mean + ll_within, 0.0)))
+
+
+def sufficient_stats(values, mask, *, kind: str, n_labels: int, eps: float = PROB_EPS):
+    """Model arguments from (I, C, R) arrays (pure; vmaps over audits).
+
+    Labels: ``(counts,)`` with counts (I, C, M). Probabilities: ``(n, xbar, ss)`` of
+    x = logit(clip(p, eps, 1 − eps)), each (I, C).
+    """
+    if kind == "label":
+        onehot = jax.nn.one_hot(jnp.where(mask, values, -1), n_labels, dtype=jnp.float64)
+        return (jnp.sum(onehot, axis=2),)
+    x = jax.scipy.special.logit(jnp.clip(jnp.where(mask, values, 0.5), eps, 1.0 - eps))
+    m = mask.astype(jnp.float64)
+    n = m.sum(-1)
+    xbar = (x * m).sum(-1) / jnp.maximum(n, 1.0)
+    ss = (((x - xbar[..., None]) ** 2) * m).sum(-1)
+    return n, xbar, ss
+
+
+def _model_for(kind: str):
+    return ordinal_model if kind == "label" else logit_model
+
+
+# ---------------------------------------------------------------------------------------
+# Functional NUTS: pure, so a batch of audits vmaps in one compiled call
+# ---------------------------------------------------------------------------------------
+
+def _param_shapes(kind: str, model_args, ref: int, interaction: bool, prior: BayesPrior) -> dict:
+    info = initialize_model(jax.random.PRNGKey(0), partial(_model_for(kind), ref=ref, interaction=interaction,
+                                                          prior=prior), model_args=model_args)
+    return {k: tuple(np.shape(v)) for k, v in info.param_info.z.items()}
+
+
+def nuts_draws(key, model_args, *, kind: str, ref: int, interaction: bool, shapes: dict,
+               n_warmup: int, n_draws: int, n_chains: int, prior: BayesPrior = BayesPrior(),
+               target_accept: float = 0.8, max_tree_depth: int = 8):
+    """NUTS draws of δ (non-reference conditions) for one audit; pure and vmappable.
+
+    Parameters
+    ----------
+    key
+        PRNG key.
+    model_args
+        :func:`sufficient_stats` output for this audit.
+    shapes
+        Unconstrained site shapes (from a trace of the model; static).
+
+    Returns
+    -------
+    delta_free : (n_chains, n_draws, C−1)
+    diverging : (n_chains, n_draws) bool
+    """
+    model = partial(_model_for(kind), ref=ref, interaction=interaction, prior=prior)
+
+    def pe(z):
+        return potential_energy(model, model_args, {}, z)
+
+    def chain(k):
+        k_init, k_run = jax.random.split(k)
+        names = sorted(shapes)
+        ks = jax.random.split(k_init, len(names))
+        # init_to_uniform: U(−2, 2) in the unconstrained space, as NumPyro's default.
+        z0 = {n: jax.random.uniform(kk, shapes[n], minval=-2.0, maxval=2.0) for n, kk in zip(names, ks)}
+        init_kernel, sample_kernel = hmc(potential_fn=pe, algo="NUTS")
+        state = init_kernel(z0, n_warmup, target_accept_prob=target_accept, max_tree_depth=max_tree_depth,
+                            rng_key=k_run)
+
+        def step(s, _):
+            s = sample_kernel(s)
+            return s, (s.z["delta_free"], s.diverging)
+
+        _, (draws, div) = jax.lax.scan(step, state, None, length=n_warmup + n_draws)
+        return draws[n_warmup:], div[n_warmup:]
+
+    return jax.vmap(chain)(jax.random.split(key, n_chains))
+
+
+# ---------------------------------------------------------------------------------------
+# User-facing fit
+# ---------------------------------------------------------------------------------------
+
+def summarize_draws(delta, ci_prob: float = 0.95) -> dict[str, np.ndarray]:
+    """Posterior summaries of (chains, draws, K) effect draws: mean, sd, equal-tailed interval,
+    P(δ > 0), the two-sided tail area 2·min(P(δ > 0), P(δ < 0)), split R̂ and bulk ESS.
+
+    The tail area is below 1 − ci_prob exactly when the equal-tailed interval excludes 0,
+    so "reject" means the same thing for the Bayesian rows as for the tests.
+    """
+    from numpyro.diagnostics import effective_sample_size, split_gelman_rubin
+
+    delta = np.asarray(delta, float)
+    flat = delta.reshape(-1, delta.shape[-1])
+    a = (1.0 - ci_prob) / 2.0
+    p_gt = (flat > 0).mean(0)
+    p_lt = (flat < 0).mean(0)
+    if delta.shape[0] >= 2 and delta.shape[1] >= 4:
+        rhat = np.asarray(split_gelman_rubin(delta))
+        ess = np.asarray(effective_sample_size(delta))
+    else:
+        rhat = np.full(delta.shape[-1], np.nan)
+        ess = np.full(delta.shape[-1], np.nan)
+    return {"estimate": flat.mean(0), "sd": flat.std(0, ddof=1), "lo": np.quantile(flat, a, axis=0),
+            "hi": np.quantile(flat, 1 - a, axis=0), "p_gt_0": p_gt,
+            "p": np.minimum(1.0, 2.0 * np.minimum(p_gt, p_lt)), "r_hat": rhat, "ess": ess}
+
+
+@dataclass(frozen=True, eq=False)
+class BayesResult:
+    """Posterior of the condition effects of one audit.
+
+    ``delta`` (chains, draws, C) has 0 in the reference column; ``summary`` is a tidy
+    table (condition, estimate, sd, lo, hi, p_gt_0, p, r_hat, ess) including the focal
+    contrast "others (mean)"; ``diagnostics`` holds divergences and the worst R̂/ESS.
+    """
+
+    kind: str
+    conditions: tuple[str, ...]
+    reference: str
+    delta: np.ndarray
+    summary: pd.DataFrame
+    hyper: dict
+    diagnostics: dict
+    interaction: bool
+    ci_prob: float
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def scale(self) -> str:
+        return "log-odds of a more favourable label" if self.kind == "label" else "logit pRel"
+
+
+def fit_bayes(data: AuditData, reference: str, *, others=None, seed: int = 0, num_warmup: int = 500,
+              num_samples: int = 500, num_chains: int = 4, ci_prob: float = 0.95, interaction="auto",
+              prior: BayesPrior = BayesPrior(), progress_bar: bool | None = None,
+              target_accept: float = 0.8) -> BayesResult:
+    """Fit the ordinal (labels) or logit-Gaussian (probabilities) effect model by NUTS.
+
+    Parameters
+    ----------
+    data
+        The audit.
+    reference
+        Condition with δ = 0 (exact name or unique substring).
+    others
+        Condition names pooled in the focal contrast (default: all but the reference).
+    seed
+        Seed of the sampler (explicit; results are deterministic given it).
+    num_warmup, num_samples, num_chains
+        NUTS settings; chains run vectorized on one device.
+    interaction
+        ``"auto"`` (include u_ic when some (item, condition) has ≥ 2 runs), True or False.
+
+    Returns
+    -------
+    BayesResult
+    """
+    from ..progress import _enabled
+
+    ci_prob = check_ci_prob(ci_prob)
+    num_warmup = check_positive_int("num_warmup", num_warmup)
+    num_samples = check_positive_int("num_samples", num_samples)
+    num_chains = check_positive_int("num_chains", num_chains)
+    ref = data.condition_index(reference, "reference condition")
+    notes = []
+    max_runs = int(data.mask.sum(axis=2).max())
+    if interaction == "auto":
+        interaction = max_runs >= 2
+        if not interaction:
+            notes.append("one run per (item, condition): the item × condition interaction is not identified "
+                         "and is absorbed into the judgment noise")
+    elif interaction not in (True, False):
+        raise OscarInputError(f"interaction must be 'auto', True or False, got {interaction!r}")
+    args = sufficient_stats(jnp.asarray(data.values), jnp.asarray(data.mask), kind=data.kind,
+                            n_labels=max(data.n_labels, 2))
+    if data.kind == "prob":
+        p = data.values[data.mask]
+        n_clip = int(np.sum((p < PROB_EPS) | (p > 1 - PROB_EPS)))
+        if n_clip:
+            notes.append(f"{n_clip} probabilities outside [{PROB_EPS:g}, 1 − {PROB_EPS:g}] moved to that range "
+                         "before the logit (Bayesian model only)")
+    else:
+        seen = np.asarray(args[0]).sum(axis=(0, 1))
+        if np.any(seen == 0):
+            notes.append(f"label(s) {[data.label_name(j) for j in np.flatnonzero(seen == 0)]} never occur; their "
+                         "cutpoints are informed by the prior only")
+    model = partial(_model_for(data.kind), ref=ref, interaction=bool(interaction), prior=prior)
+    mcmc = MCMC(NUTS(model, target_accept_prob=target_accept), num_warmup=num_warmup, num_samples=num_samples,
+                num_chains=num_chains, chain_method="vectorized", progress_bar=_enabled(progress_bar))
+    mcmc.run(jax.random.PRNGKey(seed), *args, extra_fields=("diverging",))
+    samples = mcmc.get_samples(group_by_chain=True)
+    delta = np.asarray(_insert_ref(jnp.asarray(samples["delta_free"]), ref))   # (chains, draws, C)
+    names = list(data.conditions)
+    pool = [c for c in range(len(names)) if c != ref] if others is None else \
+        [data.condition_index(o) for o in others]
+    focal = delta[..., pool].mean(-1, keepdims=True)
+    summ = summarize_draws(np.concatenate([delta, focal], axis=-1), ci_prob)
+    rows = names + ["others (mean)"]
+    table = pd.DataFrame({"condition": rows, **{k: v for k, v in summ.items()}})
+    table.loc[ref, ["estimate", "sd", "lo", "hi", "p_gt_0", "p", "r_hat", "ess"]] = np.nan
+    div = np.asarray(mcmc.get_extra_fields(group_by_chain=True)["diverging"])
+    hyper = {}
+    for site in ("sigma_item", "sigma_inter", "sigma_noise", "mu", "cutpoints"):
+        if site in samples:
+            v = np.asarray(samples[site]).reshape(num_chains * num_samples, -1)
+            hyper[site] = {"mean": v.mean(0).tolist(), "lo": np.quantile(v, (1 - ci_prob) / 2, 0).tolist(),
+                           "hi": np.quantile(v, 1 - (1 - ci_prob) / 2, 0).tolist()}
+    not_ref = np.arange(len(rows)) != ref
+    diagnostics = {"divergences": int(div.sum()), "n_draws": int(num_chains * num_samples),
+                   "max_r_hat": float(np.nanmax(summ["r_hat"][not_ref])) if num_chains >= 2 else None,
+                   "min_ess": float(np.nanmin(summ["ess"][not_ref])) if num_chains >= 2 else None,
+                   "num_warmup": num_warmup, "num_chains": num_chains}
+    if diagnostics["divergences"]:
+        notes.append(f"{diagnostics['divergences']} divergent transitions; consider more warm-up")
+    if diagnostics["max_r_hat"] is not None and diagnostics["max_r_hat"] > 1.05:
+        notes.append(f"max R̂ = {diagnostics['max_r_hat']:.3f} > 1.05: chains disagree; run longer")
+    return BayesResult(kind=data.kind, conditions=tuple(names), reference=names[ref], delta=delta, summary=table,
+                       hyper=hyper, diagnostics=diagnostics, interaction=bool(interaction), ci_prob=ci_prob,
+                       notes=tuple(notes))

@@ -1,0 +1,43 @@
+"""Bayesian OSCAR in NumPyro: posterior win probabilities, judge comparisons, ArviZ summaries.
+
+The model reuses the point fit's parametrization and likelihood (``derivatives.loss_value``,
+``model.local_loss``) through ``numpyro.factor``; see ``docs/bayes.md``.
+
+>>> from oscar_jax.bayes import fit_bayes          # doctest: +SKIP
+>>> post = fit_bayes("mtbench.json", "oscar", reference_judge="Qwen3-235B-A22B-Instruct-2507")
+>>> post.leaderboard(); post.judges(); post.judge_comparisons(); post.diagnostics
+"""
+
+from ._fit import MAX_STORED_PROMPTS, fit_bayes, to_datatree
+from ._io import load_idata, plot_forest, plot_judges, save_idata
+from ._model import ModelData, Priors, model_data, oscar_model, prior_scales, prompt_loss
+from ._result import BayesResult, BayesWarning, compute_diagnostics
+from ._sampler import (Draws, NutsSettings, marginal_win_prob, posterior_targets, sample_posterior,
+                       sample_many, sample_posterior_jit, targets_of_draws)
+
+__all__ = [
+    "BayesResult",
+    "BayesWarning",
+    "Draws",
+    "MAX_STORED_PROMPTS",
+    "ModelData",
+    "NutsSettings",
+    "Priors",
+    "compute_diagnostics",
+    "fit_bayes",
+    "load_idata",
+    "marginal_win_prob",
+    "model_data",
+    "oscar_model",
+    "plot_forest",
+    "plot_judges",
+    "posterior_targets",
+    "prior_scales",
+    "prompt_loss",
+    "sample_posterior",
+    "sample_many",
+    "sample_posterior_jit",
+    "save_idata",
+    "targets_of_draws",
+    "to_datatree",
+]

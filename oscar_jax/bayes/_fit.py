@@ -1,0 +1,197 @@
+"""``fit_bayes``: validate, sample the posterior with NUTS, convert to an ArviZ DataTree."""
+
+from __future__ import annotations
+
+import time
+
+import arviz_base
+import jax
+import numpy as np
+
+from .. import _x64  # noqa: F401
+from ..derivatives import column_mask
+from ..design import Design
+from ..fit import as_design
+from ..params import Layout
+from ..spec import ModelSpec, parse_model
+from ..validate import OscarInputError, check_ci_prob
+from ._model import Priors, model_data
+from ._result import BayesResult, compute_diagnostics
+from ._sampler import Draws, NutsSettings, sample_posterior_jit, targets_of_draws
+
+__all__ = ["fit_bayes", "to_datatree", "MAX_STORED_PROMPTS"]
+
+# Without an explicit choice the per-prompt effects z_g are kept in the DataTree only for
+# up to this many prompts: at 4 × 1000 draws, 2000 prompts already take 64 MB.
+MAX_STORED_PROMPTS = 2000
+
+
+def _pair_labels(names) -> list[str]:
+    c = len(names)
+    return [f"{names[i]} vs {names[j]}" for i in range(c) for j in range(i + 1, c)]
+
+
+def to_datatree(draws: Draws, design: Design, layout: Layout, mask: np.ndarray, *, prompt_effect: bool,
+                keep_prompt_effects: bool, attrs: dict | None = None):
+    """ArviZ DataTree (``posterior``, ``sample_stats``) with named coordinates.
+
+    Dims: ``parameter`` (free θ coordinates, labelled as ``Layout.theta_labels``),
+    ``candidate``, ``judge``, ``pair`` (unordered candidate pairs i < j: ``q`` is
+    P(first beats second)), ``prompt``, ``covariate``.
+    """
+    mask = np.asarray(mask)
+    free = np.flatnonzero(mask > 0)
+    labels = np.asarray(layout.theta_labels(design.candidates, design.judges, design.covariates))[free]
+    t = targets_of_draws(draws.theta, draws.sigma, jax.numpy.asarray(free, jax.numpy.int32), layout)
+    t = jax.tree_util.tree_map(np.asarray, t)
+    c = design.n_cand
+    iu = np.triu_indices(c, 1)
+    posterior = {
+        "theta": np.asarray(draws.theta),
+        "s": t.s,
+        "q": t.q[..., iu[0], iu[1]],
+        "q_field": t.q_field,
+        "log_gamma": t.log_gamma,
+        "gamma": np.exp(t.log_gamma),
+        "kappa": t.kappa,
+        "gamma_bar": t.gamma_bar,
+    }
+    dims = {"theta": ["parameter"], "s": ["candidate"], "q": ["pair"], "q_field": ["candidate"],
+            "log_gamma": ["judge"], "gamma": ["judge"], "kappa": ["judge"]}
+    for term, block in t.beta.items():
+        name = "tau" if term == "tau" else f"beta_{term}"
+        posterior[name] = block
+        dims[name] = ["judge", "covariate"] if term == "cov" else ["judge"]
+    if "pos" in t.beta:
+        posterior["D"] = t.D
+        dims["D"] = ["judge"]
+    coords = {"parameter": list(labels), "candidate": list(design.candidates), "judge": list(design.judges),
+              "pair": _pair_labels(design.candidates)}
+    if design.covariates:
+        coords["covariate"] = list(design.covariates)
+    if prompt_effect:
+        posterior["sigma_prompt"] = np.asarray(draws.sigma)
+        if keep_prompt_effects:
+            posterior["z_prompt"] = np.asarray(draws.z)
+            dims["z_prompt"] = ["prompt"]
+            coords["prompt"] = [str(p) for p in design.prompts]
+    steps = np.asarray(draws.n_steps)
+    sample_stats = {
+        "diverging": np.asarray(draws.diverging, bool),
+        "energy": np.asarray(draws.energy),
+        "lp": -np.asarray(draws.potential),
+        "n_steps": steps,
+        # NUTS doubles the trajectory: a tree of depth d has up to 2^d − 1 leapfrog steps.
+        "tree_depth": np.ceil(np.log2(steps + 1.0)).astype(np.int64),
+        "acceptance_rate": np.asarray(draws.accept),
+        "step_size": np.broadcast_to(np.asarray(draws.step_size)[:, None], steps.shape).copy(),
+    }
+    return arviz_base.from_dict({"posterior": posterior, "sample_stats": sample_stats}, dims=dims, coords=coords,
+                                attrs={"posterior": dict(attrs or {})})
+
+
+def fit_bayes(data, model: str | ModelSpec = "oscar", *, prompt_effect: bool = False, priors: Priors | None = None,
+              ridge: float | None = None, chains: int = 4, warmup: int = 1000, draws: int = 1000, seed: int = 0,
+              target_accept: float = 0.95, dense_mass: bool = True, max_tree_depth: int = 10,
+              reference_judge: str | None = None, family_map=None, covariates=(), schema: str | None = None,
+              bothbad: str = "tie", ci_prob: float = 0.95, keep_prompt_effects: bool | None = None,
+              warn: bool = True) -> BayesResult:
+    """Bayesian OSCAR: NUTS on the point fit's likelihood with Normal(0, 1/λ) priors.
+
+    Parameters
+    ----------
+    data
+        A Design, a path, a DataFrame or records (as for :func:`~oscar_jax.fit`).
+    model
+        Model variant (``"oscar"``, ``"j+p"``, ``"davidson+plf"``, … or a ModelSpec); terms
+        the data cannot support are dropped with a note, and B.2 column selection on the
+        full data decides which coefficients are sampled (the others stay at 0).
+    prompt_effect
+        Add the prompt random effect η = γ_k (s_a − s_b + σ_u z_g) + bias, z_g ~ N(0, 1),
+        σ_u ~ HalfNormal: records of one prompt share z_g, which is how the model
+        accounts for within-prompt dependence. q is then reported averaged over prompts.
+    priors
+        Prior scales (:class:`Priors`); unset scales default to 1/√λ.
+    ridge
+        λ of the default priors (default: the model's, 0.05).
+    chains, warmup, draws
+        NUTS chains (vectorized, run in parallel), adaptation iterations, draws per chain.
+    seed
+        Seed of initial values and trajectories; results are deterministic given it.
+    target_accept
+        Dual-averaging target. The default 0.95 (numpyro: 0.8) removes the rare
+        divergences that near-random judges (γ_k → 0, whose log γ_k posterior has a long
+        prior-dominated left tail) cause on MT-Bench.
+    dense_mass
+        Dense mass matrix for θ (and σ_u).
+    max_tree_depth
+        NUTS tree-depth limit.
+    ci_prob
+        Level of the highest-density intervals in the tables.
+    keep_prompt_effects
+        Store the (chains, draws, G) z_g in the DataTree (default: when G ≤ 2000).
+    warn
+        Issue a :class:`BayesWarning` for each failed diagnostic.
+
+    Returns
+    -------
+    BayesResult
+
+    Examples
+    --------
+    >>> from oscar_jax import simulate_design
+    >>> from oscar_jax.bayes import fit_bayes
+    >>> design = simulate_design(seed=0, n_prompts=100)
+    >>> post = fit_bayes(design, "j+p", chains=2, warmup=200, draws=200, warn=False)
+    >>> post.leaderboard().columns[:3].tolist()
+    ['rank', 'candidate', 'score']
+    """
+    ci_prob = check_ci_prob(ci_prob)
+    if not isinstance(prompt_effect, (bool, np.bool_)):
+        raise OscarInputError(f"prompt_effect must be True or False, got {prompt_effect!r}")
+    if priors is None:
+        priors = Priors()
+    elif not isinstance(priors, Priors):
+        raise OscarInputError(f"priors must be an oscar_jax.bayes.Priors, got {type(priors).__name__}")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise OscarInputError(f"seed must be an integer ≥ 0, got {seed!r}")
+    settings = NutsSettings(chains=chains, warmup=warmup, draws=draws, dense_mass=bool(dense_mass),
+                            target_accept=float(target_accept), max_tree_depth=max_tree_depth)
+    design = as_design(data, schema=schema, reference_judge=reference_judge, family_map=family_map,
+                       covariates=covariates, bothbad=bothbad)
+    spec = parse_model(model, ridge)
+    eff, notes = design.effective_spec(spec)
+    layout = design.layout(eff)
+    resolved = priors.resolved(eff.ridge)
+    if prompt_effect and design.n_clusters < 2:
+        raise OscarInputError(f"the prompt effect needs at least two prompts; the data have {design.n_clusters}")
+    mask = np.asarray(column_mask(design.arrays, design.arrays.stats, layout))
+    fixed = int((mask == 0).sum())
+    if fixed:
+        notes.append(f"{fixed} coefficient(s) not supported by the design (B.2) are held at 0, not sampled")
+    if prompt_effect:
+        notes.append("prompt effect: q is averaged over prompts (E_z σ(h + γ̄ σ_u z)); s, γ, κ, β are on the "
+                     "prompt-conditional scale, larger in magnitude than the point fit's")
+    keep = (design.n_clusters <= MAX_STORED_PROMPTS) if keep_prompt_effects is None else bool(keep_prompt_effects)
+    n_clusters = design.n_clusters if prompt_effect else None
+    md = model_data(design.arrays, mask, resolved, layout, prompt_effect=prompt_effect)
+    start = time.perf_counter()
+    out = sample_posterior_jit(jax.random.PRNGKey(int(seed)), md, layout=layout, n_clusters=n_clusters,
+                               settings=settings)
+    out = jax.block_until_ready(out)
+    elapsed = time.perf_counter() - start
+    attrs = {"oscar_model": eff.name, "prompt_effect": int(prompt_effect), "seed": int(seed),
+             "target_accept": settings.target_accept, "dense_mass": int(settings.dense_mass),
+             "inference_library": "numpyro", "sampler": "NUTS (vectorized chains)"}
+    idata = to_datatree(out, design, layout, mask, prompt_effect=prompt_effect, keep_prompt_effects=True,
+                        attrs=attrs)
+    diagnostics = compute_diagnostics(idata, settings)
+    if prompt_effect and not keep:
+        idata["posterior"] = idata.posterior.to_dataset().drop_vars(["z_prompt", "prompt"])
+    result = BayesResult(design=design, spec=spec, effective_spec=eff, layout=layout, mask=mask, priors=resolved,
+                         settings=settings, prompt_effect=bool(prompt_effect), seed=int(seed), idata=idata,
+                         diagnostics=diagnostics, notes=tuple(design.notes) + tuple(notes), ci_prob=ci_prob,
+                         timing={"sampling_s_including_compile": elapsed})
+    if warn:
+        result.warn_if_poor(stacklevel=2)
+    return result

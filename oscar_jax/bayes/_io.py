@@ -1,0 +1,156 @@
+"""Writing a BayesResult: the DataTree as netCDF, summary CSVs, result.json and PNG plots."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import xarray as xr
+
+from ..report import write_tables
+
+__all__ = ["save_idata", "load_idata", "save_result", "plot_forest", "plot_judges", "OKABE_ITO"]
+
+# Okabe & Ito (2008) colour-blind-safe palette.
+OKABE_ITO = {"blue": "#0072B2", "vermillion": "#D55E00", "orange": "#E69F00", "sky": "#56B4E9",
+             "green": "#009E73", "grey": "#7F7F7F"}
+
+
+def _netcdf4_engine() -> str | None:
+    for engine, module in (("h5netcdf", "h5netcdf"), ("netcdf4", "netCDF4")):
+        if importlib.util.find_spec(module) is not None:
+            return engine
+    return None
+
+
+def _netcdf3_ready(ds: xr.Dataset) -> tuple[xr.Dataset, dict]:
+    """A copy that the scipy (netCDF3) writer accepts: string attrs, UTF-8 char strings."""
+    ds = ds.copy()
+    ds.attrs = {k: (v if isinstance(v, (str, int, float, np.integer, np.floating)) else str(v)) for k, v in ds.attrs.items()}
+    for name in ds.variables:
+        var = ds[name]
+        var.attrs = {k: (v if isinstance(v, (str, int, float)) else str(v)) for k, v in var.attrs.items()}
+        if var.dtype == bool:  # netCDF3 has no boolean type
+            ds[name] = var.astype(np.int8)
+            ds[name].attrs["dtype"] = "bool"
+    encoding = {name: {"dtype": "S1"} for name in ds.variables if ds[name].dtype.kind == "U"}
+    return ds, encoding
+
+
+def save_idata(idata: xr.DataTree, path) -> Path:
+    """Write the DataTree: one netCDF4 file (``.nc``) when h5netcdf or netCDF4 is installed.
+
+    Without either, xarray can write only netCDF3 (scipy), which has no groups: the
+    groups then go to ``<path without .nc>/<group>.nc``, one file each; :func:`load_idata`
+    reads both forms.
+    """
+    path = Path(path)
+    engine = _netcdf4_engine()
+    if engine is not None:
+        idata.to_netcdf(path, engine=engine)
+        return path
+    folder = path.with_suffix("")
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, node in idata.children.items():
+        ds, encoding = _netcdf3_ready(node.to_dataset())
+        ds.to_netcdf(folder / f"{name}.nc", engine="scipy", encoding=encoding)
+    return folder
+
+
+def load_idata(path) -> xr.DataTree:
+    """Read what :func:`save_idata` wrote (a netCDF4 file or a folder of per-group netCDF3 files)."""
+    path = Path(path)
+    if path.is_dir() or (not path.exists() and path.with_suffix("").is_dir()):
+        folder = path if path.is_dir() else path.with_suffix("")
+        groups = {}
+        for file in sorted(folder.glob("*.nc")):
+            with xr.open_dataset(file, engine="scipy") as ds:
+                ds = ds.load()
+            for name in ds.variables:
+                if ds[name].attrs.get("dtype") == "bool":
+                    attrs = {k: v for k, v in ds[name].attrs.items() if k != "dtype"}
+                    ds[name] = ds[name].astype(bool)
+                    ds[name].attrs = attrs
+            if "sample_dims" in ds.attrs:
+                ds.attrs["sample_dims"] = ["chain", "draw"]
+            groups[file.stem] = ds
+        return xr.DataTree.from_dict(groups)
+    return xr.open_datatree(path, engine=_netcdf4_engine())
+
+
+def _figure(height: float):
+    # Figure + Agg canvas rather than pyplot: no global backend or figure state is touched.
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(7.5, height), layout="constrained")
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def plot_forest(result, path, ci_prob: float | None = None) -> Path:
+    """Forest plot of q against the field (posterior mean and HDI) for every candidate."""
+    prob = result._ci(ci_prob)
+    lb = result.leaderboard(prob).iloc[::-1]
+    fig = _figure(1.2 + 0.32 * len(lb))
+    ax = fig.add_subplot()
+    y = np.arange(len(lb))
+    ax.hlines(y, lb.q_field_lo, lb.q_field_hi, color=OKABE_ITO["blue"], linewidth=2)
+    ax.plot(lb.q_field, y, "o", color=OKABE_ITO["blue"], markersize=5, label="posterior mean")
+    ax.axvline(0.5, color=OKABE_ITO["grey"], linestyle="--", linewidth=1)
+    ax.set_yticks(y, [str(c) for c in lb.candidate])
+    pct = int(round(100 * prob))
+    ax.set_xlabel(f"win probability against the field q (posterior mean, {pct}% HDI)")
+    ax.set_ylabel("candidate")
+    pe = " + prompt effect" if result.prompt_effect else ""
+    ax.set_title(f"Bayesian {result.effective_spec.name}{pe}: candidates")
+    ax.legend(loc="lower right", frameon=False)
+    path = Path(path)
+    fig.savefig(path, dpi=120)
+    return path
+
+
+def plot_judges(result, path, ci_prob: float | None = None) -> Path:
+    """Judge sensitivities κ_k with HDIs; the reference judge in a second colour and marker."""
+    prob = result._ci(ci_prob)
+    jt = result.judges(prob).sort_values("kappa", kind="mergesort")
+    fig = _figure(1.2 + 0.3 * len(jt))
+    ax = fig.add_subplot()
+    y = np.arange(len(jt))
+    ref = jt.reference.to_numpy()
+    colours = np.where(ref, OKABE_ITO["vermillion"], OKABE_ITO["blue"])
+    ax.hlines(y, jt.kappa_lo, jt.kappa_hi, colors=colours, linewidth=2)
+    ax.scatter(jt.kappa[~ref], y[~ref], color=OKABE_ITO["blue"], marker="o", s=25, zorder=3, label="judge")
+    ax.scatter(jt.kappa[ref], y[ref], color=OKABE_ITO["vermillion"], marker="D", s=30, zorder=3,
+               label="reference judge (γ = 1)")
+    ax.set_yticks(y, [str(j)[-40:] for j in jt.judge])
+    pct = int(round(100 * prob))
+    ax.set_xlabel(f"sensitivity κ = γ·RMS(s) (posterior mean, {pct}% HDI)")
+    ax.set_ylabel("judge")
+    ax.set_xlim(left=0.0)
+    ax.set_title(f"Bayesian {result.effective_spec.name}: judge sensitivities")
+    ax.legend(loc="lower right", frameon=False)
+    path = Path(path)
+    fig.savefig(path, dpi=120)
+    return path
+
+
+def save_result(result, out_dir, *, ci_prob: float, plots: bool = True) -> list[Path]:
+    """Everything ``oscar bayes --out DIR`` writes; returns the paths."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    tables = {
+        "leaderboard": result.leaderboard(ci_prob),
+        "judges": result.judges(ci_prob),
+        "win_prob": result.win_matrix(ci_prob),
+        "rank_probabilities": result.rank_probabilities().reset_index(),
+        "judge_comparisons": result.judge_comparisons(),
+        "summary": result.summary(ci_prob=ci_prob).reset_index().rename(columns={"index": "variable"}),
+    }
+    written = write_tables(out, tables, result.to_dict(ci_prob))
+    written.append(save_idata(result.idata, out / "posterior.nc"))
+    if plots:
+        written.append(plot_forest(result, out / "forest_q.png", ci_prob))
+        written.append(plot_judges(result, out / "judges_kappa.png", ci_prob))
+    return written

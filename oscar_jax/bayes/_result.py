@@ -1,0 +1,410 @@
+"""BayesResult: the posterior as an ArviZ DataTree, tidy tables and sampling diagnostics."""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import asdict, dataclass
+from functools import cached_property
+
+import arviz_stats
+import numpy as np
+import pandas as pd
+import xarray as xr
+from arviz_stats.base import array_stats
+
+from ..design import Design
+from ..params import Layout
+from ..spec import ModelSpec
+from ..validate import check_ci_prob
+from ._model import Priors
+from ._sampler import NutsSettings
+
+__all__ = ["BayesResult", "BayesWarning", "compute_diagnostics", "RHAT_MAX", "ESS_PER_CHAIN_MIN", "BFMI_MIN"]
+
+# Thresholds of Vehtari et al. (2021, "Rank-normalization, folding, and localization"):
+# rank-normalized split R-hat below 1.01 and bulk/tail ESS of at least 100 per chain;
+# E-BFMI below 0.3 signals that the momentum resampling explores the energy poorly.
+RHAT_MAX = 1.01
+ESS_PER_CHAIN_MIN = 100
+BFMI_MIN = 0.3
+TAIL_PROB = (0.05, 0.95)  # quantiles of the tail ESS (ArviZ's default)
+
+SAMPLED = ("theta", "sigma_prompt", "z_prompt")
+
+
+class BayesWarning(UserWarning):
+    """NUTS finished but a convergence diagnostic (R-hat, ESS, divergences, E-BFMI) is poor."""
+
+
+def compute_diagnostics(idata: xr.DataTree, settings: NutsSettings) -> dict:
+    """R-hat, ESS, divergences and E-BFMI over the *sampled* parameters.
+
+    Derived quantities (s, q, κ, …) are functions of the sampled θ (and σ_u); fixed
+    entries such as γ of the reference judge are constants, for which R-hat is undefined,
+    so the diagnostics are taken over ``theta``, ``sigma_prompt`` and ``z_prompt``.
+    """
+    names = [n for n in SAMPLED if n in idata.posterior.data_vars]
+    rhat = arviz_stats.rhat(idata, var_names=names)
+    ess_bulk = arviz_stats.ess(idata, var_names=names, method="bulk")
+    ess_tail = arviz_stats.ess(idata, var_names=names, method="tail", prob=TAIL_PROB)
+
+    def extreme(ds, fn):
+        best_val, best_name = None, None
+        for name in names:
+            da = ds[name]
+            vals = np.atleast_1d(da.values)
+            if vals.size == 0:
+                continue
+            i = int(fn(vals))
+            label = name
+            if da.ndim:
+                dim = da.dims[0]
+                label = f"{name}[{da[dim].values[i]}]"
+            v = float(vals[i])
+            if best_val is None or (fn is np.nanargmax and v > best_val) or (fn is np.nanargmin and v < best_val):
+                best_val, best_name = v, label
+        return best_val, best_name
+
+    max_rhat, worst_rhat = extreme(rhat, np.nanargmax)
+    min_bulk, worst_bulk = extreme(ess_bulk, np.nanargmin)
+    min_tail, worst_tail = extreme(ess_tail, np.nanargmin)
+    stats = idata.sample_stats
+    divergences = int(stats["diverging"].values.sum())
+    depth_hits = int((stats["tree_depth"].values >= settings.max_tree_depth).sum())
+    bfmi = arviz_stats.bfmi(idata)
+    bfmi = np.asarray(bfmi["energy"].values if isinstance(bfmi, (xr.Dataset, xr.DataTree)) else bfmi).ravel()
+    n_total = settings.chains * settings.draws
+    ess_min_required = ESS_PER_CHAIN_MIN * settings.chains
+    messages = []
+    if settings.chains > 1 and max_rhat is not None and not max_rhat < RHAT_MAX:
+        messages.append(f"R-hat {max_rhat:.3f} ≥ {RHAT_MAX} ({worst_rhat}): chains disagree; run more warm-up/draws")
+    min_ess = min(v for v in (min_bulk, min_tail) if v is not None)
+    if min_ess < ess_min_required:
+        which = worst_bulk if (min_bulk is not None and min_bulk <= (min_tail or np.inf)) else worst_tail
+        messages.append(f"effective sample size {min_ess:.0f} < {ess_min_required} ({ESS_PER_CHAIN_MIN} per chain; {which}): "
+                        "intervals are Monte Carlo-noisy; run more draws")
+    if divergences:
+        messages.append(f"{divergences} divergent transition(s) of {n_total}: the posterior may be biased; "
+                        "raise target_accept (e.g. 0.99) or check for near-separated data")
+    if bfmi.size and np.nanmin(bfmi) < BFMI_MIN:
+        messages.append(f"E-BFMI {np.nanmin(bfmi):.2f} < {BFMI_MIN}: the energy is poorly explored")
+    return {
+        "max_rhat": max_rhat, "worst_rhat": worst_rhat,
+        "min_ess": min_ess, "min_ess_bulk": min_bulk, "worst_ess_bulk": worst_bulk,
+        "min_ess_tail": min_tail, "worst_ess_tail": worst_tail,
+        "divergences": divergences, "tree_depth_hits": depth_hits,
+        "min_bfmi": float(np.nanmin(bfmi)) if bfmi.size else None,
+        "chains": settings.chains, "warmup": settings.warmup, "draws": settings.draws,
+        "mean_step_size": float(np.mean(stats["step_size"].values)),
+        "mean_leapfrog_steps": float(np.mean(stats["n_steps"].values)),
+        "ok": not messages, "messages": messages,
+    }
+
+
+def _kept_terms(layout: Layout, mask: np.ndarray) -> dict:
+    """term → (K,) bool: whether each judge's coefficient of that term is estimated (B.2)."""
+    out = {}
+    for term in ("pos", "len", "fam", "cov", "tau"):
+        if term not in layout.theta_blocks:
+            out[term] = np.zeros(layout.n_judge, bool)
+            continue
+        m = mask[layout.theta_blocks[term]] > 0
+        out[term] = m.reshape(layout.n_judge, -1).any(axis=1) if term == "cov" else m
+    return out
+
+
+@dataclass(frozen=True, eq=False)
+class BayesResult:
+    """Immutable result of :func:`~oscar_jax.bayes.fit_bayes`.
+
+    Attributes
+    ----------
+    design, spec, effective_spec, layout
+        As for :class:`~oscar_jax.results.FitResult`.
+    mask
+        (n_theta,) B.2 mask: 1 = sampled, 0 = held at zero.
+    priors
+        The priors used, every scale resolved.
+    settings
+        NUTS settings (chains, warm-up, draws, mass matrix, target acceptance).
+    prompt_effect
+        Whether the prompt random effect σ_u z_g was in the model.
+    idata
+        ArviZ DataTree: ``posterior`` (sampled ``theta`` over the free coordinates,
+        ``sigma_prompt``/``z_prompt`` with the prompt effect, and the derived ``s``,
+        ``q``, ``q_field``, ``gamma``, ``log_gamma``, ``kappa``, ``gamma_bar``, ``D``,
+        ``beta_*``, ``tau``) with coordinates ``candidate``, ``judge``, ``pair``,
+        ``parameter``, ``prompt``; ``sample_stats`` (diverging, energy, lp, n_steps,
+        tree_depth, acceptance_rate, step_size).
+    diagnostics
+        :func:`compute_diagnostics` of the run.
+    """
+
+    design: Design
+    spec: ModelSpec
+    effective_spec: ModelSpec
+    layout: Layout
+    mask: np.ndarray
+    priors: Priors
+    settings: NutsSettings
+    prompt_effect: bool
+    seed: int
+    idata: xr.DataTree
+    diagnostics: dict
+    notes: tuple[str, ...]
+    ci_prob: float = 0.95
+    timing: dict | None = None
+
+    # ------------------------------------------------------------------ draws
+    def draws(self, name: str) -> np.ndarray:
+        """(chains, draws, …) posterior draws of one variable of ``idata.posterior``."""
+        return np.asarray(self.idata.posterior[name].values)
+
+    def _flat(self, name: str) -> np.ndarray:
+        x = self.draws(name)
+        return x.reshape((-1,) + x.shape[2:])
+
+    def _ci(self, ci_prob):
+        return self.ci_prob if ci_prob is None else check_ci_prob(ci_prob)
+
+    def _hdi(self, x: np.ndarray, prob: float) -> np.ndarray:
+        """(…, 2) highest-density interval over the (chain, draw) axes."""
+        return np.asarray(array_stats.hdi(x, prob, axis=(0, 1)))
+
+    @cached_property
+    def _kept(self) -> dict:
+        return _kept_terms(self.layout, np.asarray(self.mask))
+
+    # ------------------------------------------------------------------ point summaries
+    @property
+    def scores(self) -> np.ndarray:
+        """(C,) posterior mean of s."""
+        return self._flat("s").mean(axis=0)
+
+    @property
+    def gamma(self) -> np.ndarray:
+        """(K,) posterior mean of γ_k."""
+        return self._flat("gamma").mean(axis=0)
+
+    @property
+    def kappa(self) -> np.ndarray:
+        """(K,) posterior mean of κ_k = γ_k RMS(s)."""
+        return self._flat("kappa").mean(axis=0)
+
+    @property
+    def D(self) -> np.ndarray:
+        """(K,) posterior mean of D_k = tanh(β_pos,k/2) (0 where position is not estimated)."""
+        return self._flat("D").mean(axis=0) if "D" in self.idata.posterior else np.zeros(self.design.n_judge)
+
+    @property
+    def win_prob(self) -> np.ndarray:
+        """(C, C) posterior mean of q_ij (prompt-averaged under the prompt effect)."""
+        c = self.design.n_cand
+        q = np.full((c, c), 0.5)
+        iu = np.triu_indices(c, 1)
+        mean = self._flat("q").mean(axis=0)
+        q[iu] = mean
+        q[(iu[1], iu[0])] = 1.0 - mean
+        return q
+
+    @cached_property
+    def _ranks(self) -> np.ndarray:
+        """(n_draws, C) rank of each candidate in each draw (1 = best)."""
+        s = self._flat("s")
+        order = np.argsort(-s, axis=1, kind="stable")
+        ranks = np.empty_like(order)
+        rows = np.arange(s.shape[0])[:, None]
+        ranks[rows, order] = np.arange(1, s.shape[1] + 1)[None, :]
+        return ranks
+
+    @property
+    def p_best(self) -> pd.Series:
+        """P(candidate i has the highest score) for every candidate."""
+        return pd.Series((self._ranks == 1).mean(axis=0), index=list(self.design.candidates), name="p_best")
+
+    def rank_probabilities(self) -> pd.DataFrame:
+        """Posterior rank distribution: rows candidates (by posterior mean score), columns ranks 1..C."""
+        c = self.design.n_cand
+        probs = np.stack([(self._ranks == r).mean(axis=0) for r in range(1, c + 1)], axis=1)
+        frame = pd.DataFrame(probs, index=list(self.design.candidates), columns=list(range(1, c + 1)))
+        frame.index.name = "candidate"
+        return frame.iloc[np.argsort(-self.scores, kind="mergesort")]
+
+    # ------------------------------------------------------------------ tables
+    def leaderboard(self, ci_prob: float | None = None) -> pd.DataFrame:
+        """Candidates by posterior mean score, with HDIs, q against the field and P(best)."""
+        prob = self._ci(ci_prob)
+        s, qf = self.draws("s"), self.draws("q_field")
+        s_hdi, q_hdi = self._hdi(s, prob), self._hdi(qf, prob)
+        names = self.design.candidates
+        frame = pd.DataFrame({
+            "candidate": names,
+            "score": s.mean(axis=(0, 1)),
+            "score_sd": s.std(axis=(0, 1)),
+            "score_lo": s_hdi[:, 0],
+            "score_hi": s_hdi[:, 1],
+            "q_field": qf.mean(axis=(0, 1)),
+            "q_field_lo": q_hdi[:, 0],
+            "q_field_hi": q_hdi[:, 1],
+            "p_best": self.p_best.to_numpy(),
+            "rank_mean": self._ranks.mean(axis=0),
+            "votes": [self.design.counts.get("candidate_votes", {}).get(c, 0) for c in names],
+        })
+        frame = frame.sort_values("score", ascending=False, kind="mergesort").reset_index(drop=True)
+        frame.insert(0, "rank", np.arange(1, len(frame) + 1))
+        return frame
+
+    def judges(self, ci_prob: float | None = None) -> pd.DataFrame:
+        """Per judge: γ, κ, D with posterior sd and HDI; β_len, β_fam (and τ) means; kept columns."""
+        prob = self._ci(ci_prob)
+        k = self.design.n_judge
+        ref = self.design.reference
+        gamma, kappa = self.draws("gamma"), self.draws("kappa")
+        g_hdi, k_hdi = self._hdi(gamma, prob), self._hdi(kappa, prob)
+        g_hdi[ref] = 1.0  # γ_ref ≡ 1 by definition
+        kept = self._kept
+        rows = {
+            "judge": list(self.design.judges),
+            "n": [self.design.counts.get("judge_records", {}).get(j, 0) for j in self.design.judges],
+            "reference": [i == ref for i in range(k)],
+            "gamma": gamma.mean(axis=(0, 1)),
+            "gamma_lo": g_hdi[:, 0],
+            "gamma_hi": g_hdi[:, 1],
+            "kappa": kappa.mean(axis=(0, 1)),
+            "kappa_sd": kappa.std(axis=(0, 1)),
+            "kappa_lo": k_hdi[:, 0],
+            "kappa_hi": k_hdi[:, 1],
+        }
+        nan = np.full(k, np.nan)
+        if "D" in self.idata.posterior:
+            d = self.draws("D")
+            d_hdi = self._hdi(d, prob)
+            keep = kept["pos"]
+            rows.update({"beta_pos": np.where(keep, self.draws("beta_pos").mean(axis=(0, 1)), np.nan),
+                         "D": np.where(keep, d.mean(axis=(0, 1)), np.nan),
+                         "D_sd": np.where(keep, d.std(axis=(0, 1)), np.nan),
+                         "D_lo": np.where(keep, d_hdi[:, 0], np.nan),
+                         "D_hi": np.where(keep, d_hdi[:, 1], np.nan)})
+        else:
+            rows.update({"beta_pos": nan, "D": nan, "D_sd": nan, "D_lo": nan, "D_hi": nan})
+        for term in ("len", "fam"):
+            name = f"beta_{term}"
+            rows[name] = (np.where(kept[term], self.draws(name).mean(axis=(0, 1)), np.nan)
+                          if name in self.idata.posterior else nan)
+        if "tau" in self.idata.posterior:
+            rows["tau"] = np.where(kept["tau"], self.draws("tau").mean(axis=(0, 1)), np.nan)
+        rows["columns"] = [",".join(t for t in ("pos", "len", "fam", "cov") if kept[t][i]) or "-" for i in range(k)]
+        return pd.DataFrame(rows)
+
+    def win_matrix(self, ci_prob: float | None = None) -> pd.DataFrame:
+        """q_ij for every ordered pair: posterior mean, sd, HDI and P(s_a > s_b)."""
+        prob = self._ci(ci_prob)
+        c = self.design.n_cand
+        names = self.design.candidates
+        q = self.draws("q")                       # (chains, draws, pairs i<j)
+        s = self._flat("s")
+        iu = np.triu_indices(c, 1)
+        hdi = self._hdi(q, prob)
+        rows = []
+        for p, (i, j) in enumerate(zip(*iu)):
+            mean, sd = float(q[..., p].mean()), float(q[..., p].std())
+            better = float((s[:, i] > s[:, j]).mean())
+            rows.append({"a": names[i], "b": names[j], "q": mean, "sd": sd, "lo": hdi[p, 0], "hi": hdi[p, 1],
+                         "p_a_better": better})
+            rows.append({"a": names[j], "b": names[i], "q": 1.0 - mean, "sd": sd, "lo": 1.0 - hdi[p, 1],
+                         "hi": 1.0 - hdi[p, 0], "p_a_better": 1.0 - better})
+        return pd.DataFrame(rows)
+
+    def judge_comparisons(self, long: bool = True) -> pd.DataFrame:
+        """P(κ_a > κ_b) for every ordered pair of judges.
+
+        κ_a/κ_b = γ_a/γ_b (the RMS(s) factor is common), so this is also P(γ_a > γ_b).
+        """
+        kappa = self._flat("kappa")
+        p = (kappa[:, :, None] > kappa[:, None, :]).mean(axis=0)
+        names = list(self.design.judges)
+        if not long:
+            frame = pd.DataFrame(p, index=names, columns=names)
+            frame.index.name = "judge"
+            return frame
+        i, j = np.where(~np.eye(len(names), dtype=bool))
+        return pd.DataFrame({"judge_a": [names[x] for x in i], "judge_b": [names[x] for x in j],
+                             "p_kappa_greater": p[i, j]})
+
+    def summary(self, var_names=None, ci_prob: float | None = None) -> pd.DataFrame:
+        """``arviz_stats.summary`` (mean, sd, HDI, ESS, R-hat, MCSE) of posterior variables.
+
+        Default variables: the sampled ``theta`` (and σ_u), ``s``, ``q``, ``q_field`` and
+        ``kappa`` (none of which holds constants, whose R-hat is undefined).
+        """
+        prob = self._ci(ci_prob)
+        if var_names is None:
+            var_names = [n for n in ("theta", "sigma_prompt", "s", "q", "q_field", "kappa") if n in self.idata.posterior]
+        return arviz_stats.summary(self.idata, var_names=list(var_names), ci_prob=prob, ci_kind="hdi", round_to="none")
+
+    def sigma_prompt(self, ci_prob: float | None = None) -> dict | None:
+        """Posterior mean, sd and HDI of σ_u (None without the prompt effect)."""
+        if not self.prompt_effect:
+            return None
+        x = self.draws("sigma_prompt")
+        lo, hi = self._hdi(x[..., None], self._ci(ci_prob))[0]
+        return {"mean": float(x.mean()), "sd": float(x.std()), "lo": float(lo), "hi": float(hi)}
+
+    def to_dict(self, ci_prob: float | None = None) -> dict:
+        """JSON-ready summary: candidates, judges, win probabilities, judge comparisons, diagnostics."""
+        prob = self._ci(ci_prob)
+        lb, jt = self.leaderboard(prob), self.judges(prob)
+
+        def num(x):
+            x = float(x)
+            return x if np.isfinite(x) else None
+
+        candidates = [{"name": r.candidate, "rank": int(r.rank), "mean": num(r.score), "sd": num(r.score_sd),
+                       "lo": num(r.score_lo), "hi": num(r.score_hi), "q_field": num(r.q_field),
+                       "q_field_lo": num(r.q_field_lo), "q_field_hi": num(r.q_field_hi), "p_best": num(r.p_best),
+                       "rank_mean": num(r.rank_mean), "votes": int(r.votes)} for r in lb.itertuples()]
+        judges = [{"name": r.judge, "n": int(r.n), "reference": bool(r.reference),
+                   "kappa_mean": num(r.kappa), "kappa_sd": num(r.kappa_sd), "kappa_lo": num(r.kappa_lo),
+                   "kappa_hi": num(r.kappa_hi), "gamma_mean": num(r.gamma), "gamma_lo": num(r.gamma_lo),
+                   "gamma_hi": num(r.gamma_hi), "D_mean": num(r.D), "D_lo": num(r.D_lo), "D_hi": num(r.D_hi),
+                   "beta_len_mean": num(r.beta_len), "beta_fam_mean": num(r.beta_fam), "columns": r.columns}
+                  for r in jt.itertuples()]
+        wm = self.win_matrix(prob)
+        jc = self.judge_comparisons()
+        rp = self.rank_probabilities()
+        return {
+            "model": self.spec.name,
+            "fitted_model": self.effective_spec.name,
+            "estimator": "bayes-nuts",
+            "prompt_effect": self.prompt_effect,
+            "n_records": int(self.design.n_records),
+            "n_prompts": int(self.design.n_clusters),
+            "reference_judge": self.design.judges[self.design.reference],
+            "ci_prob": prob,
+            "ci_kind": "hdi",
+            "seed": self.seed,
+            "priors": asdict(self.priors),
+            "settings": asdict(self.settings),
+            "sigma_prompt": self.sigma_prompt(prob),
+            "candidates": candidates,
+            "judges": judges,
+            "win_prob": [{k: (num(v) if isinstance(v, float) else v) for k, v in row.items()}
+                         for row in wm.to_dict(orient="records")],
+            "judge_comparisons": [{"judge_a": a, "judge_b": b, "p_kappa_greater": num(p)}
+                                  for a, b, p in zip(jc.judge_a, jc.judge_b, jc.p_kappa_greater)],
+            "rank_probabilities": {c: [num(x) for x in row] for c, row in zip(rp.index, rp.to_numpy())},
+            "diagnostics": self.diagnostics,
+            "timing": self.timing,
+            "notes": list(self.notes),
+        }
+
+    def warn_if_poor(self, stacklevel: int = 2) -> None:
+        """Issue a :class:`BayesWarning` for every failed convergence diagnostic."""
+        for message in self.diagnostics["messages"]:
+            warnings.warn(f"{self.effective_spec.name} posterior: {message}", BayesWarning, stacklevel=stacklevel + 1)
+
+    def save(self, out_dir, ci_prob: float | None = None, plots: bool = True) -> list:
+        """Write the DataTree, summary CSVs, result.json and (optionally) PNG plots under ``out_dir``."""
+        from ._io import save_result
+
+        return save_result(self, out_dir, ci_prob=self._ci(ci_prob), plots=plots)

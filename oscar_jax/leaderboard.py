@@ -1,0 +1,431 @@
+"""Arena-style leaderboards: Elo scale, optional anchoring, Rank (UB), ``+x/−y`` intervals.
+
+The leaderboard score of candidate i is its strength on the *average-judge logit scale*
+
+    x_i = γ̄ s_i,        so that σ(x_i − x_j) = q_ij  (Eq. 3, bias terms at zero),
+
+which is invariant to the choice of reference judge (rescaling γ by c and s by 1/c leaves
+x unchanged). For models with γ ≡ 1 (``bt``, ``bt+plf``, ``davidson+plf``) x = s exactly,
+the plain Bradley–Terry log-strength. Scales:
+
+* ``logit``: x_i (sum zero), or x_i − x_anchor + value when anchored;
+* ``elo``: 1000 + (400 / ln 10) · x_i ≈ 1000 + 173.72 x_i (FastChat's "Arena Score";
+  a gap of 400 points is odds 10:1), or value + (400 / ln 10)(x_i − x_anchor).
+
+Anchoring pins one candidate at a value. It is a change of *contrast*, not a shift: the
+other candidates' scores become x_i − x_anchor, whose variance is
+var(x_i) + var(x_anchor) − 2 cov(x_i, x_anchor), so the anchor's uncertainty moves onto
+everyone else (the anchor's own interval has zero width). Sandwich and model-based
+intervals are therefore recomputed by the delta method for the anchored contrast
+(:func:`oscar_jax.sandwich.delta_se` on the function θ ↦ x(θ) − x_anchor(θ)), never
+shifted; bootstrap and posterior intervals are percentiles of the same contrast over the
+draws. The point estimate is always the full-data fit, never a bootstrap median.
+
+``Rank (UB)`` = 1 + the number of candidates whose lower bound exceeds this candidate's
+upper bound, computed on the intervals shown (FastChat's rule; tied candidates share a
+rank). Because anchoring widens the non-anchor intervals, it can change Rank (UB); rank
+on an unanchored board when the ranking itself matters.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pandas as pd
+from scipy.stats import norm
+
+from .report import render_table, shorten
+from .results import FitResult
+from .sandwich import delta_se, targets
+from .validate import OscarInputError, check_choice, check_ci_prob, check_positive_int, resolve_name
+
+__all__ = [
+    "CI_SOURCES",
+    "CI_LABELS",
+    "ELO_BASE",
+    "ELO_SLOPE",
+    "SCALES",
+    "arena_leaderboard",
+    "arena_text",
+    "draw_intervals",
+    "fmt_pm",
+    "interval_draws",
+    "interval_source",
+    "judge_intervals",
+    "parse_anchor",
+    "rank_ub",
+    "score_function",
+]
+
+ELO_BASE = 1000.0
+ELO_SLOPE = 400.0 / math.log(10.0)  # Elo points per logit: odds 10:1 at a 400-point gap
+SCALES = ("logit", "elo")
+CI_SOURCES = ("sandwich", "model", "bootstrap", "bayes")
+CI_LABELS = {"sandwich": "prompt-cluster sandwich", "model": "model-based",
+             "bootstrap": "prompt bootstrap, percentile", "bayes": "posterior, equal-tailed"}
+
+
+# ---------------------------------------------------------------------------------------
+# Anchors and scales
+# ---------------------------------------------------------------------------------------
+
+def parse_anchor(text: str | None) -> tuple[str, float | None] | None:
+    """Parse ``NAME`` or ``NAME=VALUE`` (the CLI's ``--anchor``); None stays None.
+
+    The value is on the scale of the leaderboard (Elo points or logits); without one the
+    anchor sits at 1000 on the Elo scale and 0 on the logit scale.
+    """
+    if text is None:
+        return None
+    text = str(text).strip()
+    name, sep, value = text.rpartition("=")
+    if not sep:
+        name, value = text, ""
+    name = name.strip()
+    if not name:
+        raise OscarInputError(f"--anchor {text!r}: expected NAME or NAME=VALUE, e.g. mixtral-8x7b-instruct-v0.1=1114")
+    if value.strip() == "":
+        if sep:
+            raise OscarInputError(f"--anchor {text!r}: the value after '=' is empty; give a number or drop '='")
+        return name, None
+    try:
+        number = float(value)
+    except ValueError:
+        raise OscarInputError(f"--anchor {text!r}: {value!r} is not a number; e.g. {name}=1114") from None
+    if not math.isfinite(number):
+        raise OscarInputError(f"--anchor {text!r}: the anchor value must be finite")
+    return name, number
+
+
+def _resolve_anchor(result: FitResult, anchor, scale: str) -> tuple[int | None, str | None, float]:
+    """(index, name, value on the chosen scale) of the anchor; index None when unanchored."""
+    if anchor is None:
+        return None, None, ELO_BASE if scale == "elo" else 0.0
+    if isinstance(anchor, str):
+        anchor = parse_anchor(anchor)
+    name, value = anchor
+    names = list(result.design.candidates)
+    name = resolve_name("anchor candidate", str(name), names)
+    if value is None:
+        value = ELO_BASE if scale == "elo" else 0.0
+    return names.index(name), name, float(value)
+
+
+def score_function(layout, anchor_index: int | None = None):
+    """θ ↦ x(θ) (C,): average-judge logit scores γ̄ s, minus the anchor's when anchored.
+
+    Reuses :func:`oscar_jax.sandwich.targets`, so it differentiates (delta method) and
+    vmaps (over bootstrap or posterior draws of θ).
+    """
+    def fn(theta):
+        t = targets(theta, layout)
+        x = t.gamma_bar * t.s
+        if anchor_index is not None:
+            x = x - x[anchor_index]
+        return x
+
+    return fn
+
+
+def rank_ub(lo, hi) -> np.ndarray:
+    """Rank (UB): 1 + #{j : lo_j > hi_i} for every i (ties share a rank)."""
+    lo = np.asarray(lo, dtype=float)
+    hi = np.asarray(hi, dtype=float)
+    return 1 + (lo[None, :] > hi[:, None]).sum(axis=1)
+
+
+def fmt_pm(point: float, lo: float, hi: float, digits: int = 1) -> str:
+    """``+x/−y`` with x = hi − point, y = point − lo (Arena's way of printing a CI)."""
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        return "–"
+    up = max(hi - point, 0.0)
+    down = max(point - lo, 0.0)
+    return f"+{up:.{digits}f}/−{down:.{digits}f}"
+
+
+# ---------------------------------------------------------------------------------------
+# Draw-based intervals (bootstrap replicates, posterior draws)
+# ---------------------------------------------------------------------------------------
+
+def _unavailable(kind: str, what: str, reason: str) -> OscarInputError:
+    return OscarInputError(
+        f"--ci {kind}: the interval source is unavailable ({what} {reason}); use --ci sandwich or "
+        "--ci model, or install a version of oscar_jax that provides it"
+    )
+
+
+def _lookup(obj, attr):
+    return obj.get(attr) if isinstance(obj, dict) else getattr(obj, attr, None)
+
+
+def _theta_draws(obj, layout, kind: str) -> tuple[np.ndarray, int]:
+    """(B, P) θ draws and the number of draws left out as failed (reported, not hidden).
+
+    Understands ``resample.BootstrapResult`` (``batch.theta``, ``batch.valid``),
+    ``bayes.BayesResult`` (``idata.posterior["theta"]`` over the sampled coordinates,
+    ``mask``), and any object or dict with ``theta`` (B, P) and optional ``ok`` (B,).
+    """
+    found, ok = None, None
+    batch = _lookup(obj, "batch")
+    idata = _lookup(obj, "idata")
+    if batch is not None and np.ndim(_lookup(batch, "theta")) == 2:
+        found = np.asarray(_lookup(batch, "theta"), dtype=float)
+        ok = _lookup(batch, "valid")
+    elif idata is not None and "theta" in getattr(idata, "posterior", {}):
+        th = np.asarray(idata.posterior["theta"].values, dtype=float)
+        th = th.reshape(-1, th.shape[-1])
+        mask = _lookup(obj, "mask")
+        if th.shape[1] != layout.n_theta and mask is not None and th.shape[1] == int(np.sum(np.asarray(mask) > 0)):
+            # The sampler draws only the coordinates B.2 kept; the others are fixed at 0.
+            full = np.zeros((th.shape[0], layout.n_theta))
+            full[:, np.asarray(mask) > 0] = th
+            th = full
+        found = th
+    else:
+        for attr in ("theta", "thetas", "theta_draws", "samples"):
+            value = _lookup(obj, attr)
+            if value is not None and np.ndim(value) == 2:
+                found = np.asarray(value, dtype=float)
+                break
+        for attr in ("ok", "valid", "converged"):
+            value = _lookup(obj, attr)
+            if value is not None:
+                ok = value
+                break
+    if found is None:
+        raise _unavailable(kind, "its result", "exposes no (B, P) array 'theta' of θ draws")
+    if found.shape[1] != layout.n_theta:
+        raise OscarInputError(
+            f"--ci {kind}: the draws have {found.shape[1]} coordinates but the fit's θ has "
+            f"{layout.n_theta}; the draws must use the full-data fit's parametrization"
+        )
+    finite = np.all(np.isfinite(found), axis=1)
+    if ok is not None and np.shape(ok) == (found.shape[0],):
+        finite &= np.asarray(ok, dtype=bool)
+    if not finite.any():
+        raise OscarInputError(f"--ci {kind}: no draw passed its checks; intervals cannot be formed")
+    return found[finite], int((~finite).sum())
+
+
+def interval_source(kind: str):
+    """The function that provides ``--ci bootstrap`` / ``--ci bayes`` draws, imported lazily.
+
+    ``bootstrap``: ``oscar_jax.resample.bootstrap(design, model, replicates, seed)``;
+    ``bayes``: ``oscar_jax.bayes.fit_bayes(design, model, seed=seed)``. Raises a clear
+    :class:`OscarInputError` when the module or function is absent, so callers can check
+    before fitting anything.
+    """
+    check_choice("ci", kind, ("bootstrap", "bayes"))
+    module, func = ("resample", "bootstrap") if kind == "bootstrap" else ("bayes", "fit_bayes")
+    try:
+        mod = importlib.import_module(f"oscar_jax.{module}")
+    except ImportError as exc:
+        raise _unavailable(kind, f"module oscar_jax.{module}", f"cannot be imported: {exc}") from None
+    fn = getattr(mod, func, None)
+    if not callable(fn):
+        raise _unavailable(kind, f"oscar_jax.{module}", f"has no function {func}()")
+    return fn
+
+
+def interval_draws(kind: str, result: FitResult, *, replicates: int = 500, seed: int = 0):
+    """θ draws for ``--ci bootstrap`` / ``--ci bayes`` (see :func:`interval_source`).
+
+    Each provider's result must expose ``theta`` (B, P) in the full-data fit's
+    parametrization, and optionally ``ok`` (B,) flags: failed draws are left out and
+    counted, never hidden.
+
+    Returns
+    -------
+    draws : ndarray (B, P)
+    n_failed : int
+    """
+    fn = interval_source(kind)
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        params = {}
+    extra = {}
+    if "ci_prob" in params:
+        extra["ci_prob"] = result.ci_prob
+    if kind == "bootstrap":
+        replicates = check_positive_int("replicates", replicates, minimum=2)
+        if "full" in params:
+            extra["full"] = result  # reuse the full-data fit: the point estimate stays this one
+        out = fn(result.design, result.spec, replicates, seed, **extra)
+    else:
+        out = fn(result.design, result.spec, seed=seed, **extra)
+    return _theta_draws(out, result.layout, kind)
+
+
+def _quantiles(values: np.ndarray, ci_prob: float) -> tuple[np.ndarray, np.ndarray]:
+    alpha = 1.0 - ci_prob
+    lo, hi = np.quantile(values, [alpha / 2.0, 1.0 - alpha / 2.0], axis=0)
+    return lo, hi
+
+
+def draw_intervals(result: FitResult, draws, ci_prob: float | None = None) -> dict:
+    """Percentile intervals of the main targets over θ draws (B, P).
+
+    Returns a dict of (lo, hi) array pairs: ``s`` (C,), ``q`` (C, C) win probabilities,
+    ``q_field`` (C,), ``kappa`` (K,). Point estimates stay those of ``result``.
+    """
+    ci_prob = check_ci_prob(result.ci_prob if ci_prob is None else ci_prob)
+    draws = jnp.asarray(np.asarray(draws, dtype=float))
+    t = jax.vmap(lambda th: targets(th, result.layout))(draws)
+    t = jax.tree_util.tree_map(np.asarray, t)
+    sig = lambda v: 1.0 / (1.0 + np.exp(-v))  # noqa: E731
+    out = {"s": _quantiles(t.s, ci_prob)}
+    lo, hi = _quantiles(t.h, ci_prob)
+    out["q"] = (sig(lo), sig(hi))
+    lo, hi = _quantiles(t.field, ci_prob)
+    out["q_field"] = (sig(lo), sig(hi))
+    lo, hi = _quantiles(t.log_kappa, ci_prob)
+    out["kappa"] = (np.exp(lo), np.exp(hi))
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# The leaderboard table
+# ---------------------------------------------------------------------------------------
+
+def arena_leaderboard(result: FitResult, *, ci: str = "sandwich", scale: str = "elo", anchor=None,
+                      draws=None, ci_prob: float | None = None) -> pd.DataFrame:
+    """Arena-style leaderboard of a fit.
+
+    Parameters
+    ----------
+    result
+        The full-data fit (its θ̂ gives every point estimate).
+    ci
+        ``"sandwich"`` (prompt-cluster, default) or ``"model"``: delta-method intervals
+        from ``result.covariance(ci)``; ``"bootstrap"`` or ``"bayes"``: percentile
+        intervals over ``draws``.
+    scale
+        ``"elo"`` (1000 + 400/ln 10 · x) or ``"logit"`` (x = γ̄ s).
+    anchor
+        None, ``"NAME"``, ``"NAME=VALUE"`` or ``(name, value)``: pin that candidate at
+        ``value`` (default 1000 Elo / 0 logit); intervals are recomputed for the
+        anchored contrast.
+    draws
+        (B, P) θ draws (bootstrap replicates or posterior draws) for draw-based ``ci``.
+    ci_prob
+        Interval level (default: the fit's).
+
+    Returns
+    -------
+    DataFrame
+        One row per candidate, best first: ``rank_ub``, ``rank``, ``candidate``, ``score``,
+        ``lo``, ``hi`` (on ``scale``), ``plus``, ``minus`` (hi − score, score − lo),
+        ``votes``, and both scales in full: ``logit``, ``logit_lo``, ``logit_hi``,
+        ``elo``, ``elo_lo``, ``elo_hi``. ``frame.attrs`` holds scale, ci, ci_prob, anchor.
+
+    Examples
+    --------
+    >>> from oscar_jax import fit, simulate_design
+    >>> board = arena_leaderboard(fit(simulate_design(seed=0, n_prompts=400), "j"))
+    >>> board.columns[:4].tolist()
+    ['rank_ub', 'rank', 'candidate', 'score']
+    """
+    check_choice("ci", ci, CI_SOURCES)
+    check_choice("scale", scale, SCALES)
+    ci_prob = check_ci_prob(result.ci_prob if ci_prob is None else ci_prob)
+    index, name, value = _resolve_anchor(result, anchor, scale)
+    fn = score_function(result.layout, index)
+    theta = jnp.asarray(result.theta)
+    x = np.asarray(fn(theta))
+    if ci in ("sandwich", "model"):
+        if draws is not None:
+            raise OscarInputError(f"ci={ci!r} uses the fit's covariance; draws are only for bootstrap or bayes")
+        se = np.asarray(delta_se(fn, theta, jnp.asarray(result.covariance(ci))))
+        z = float(norm.ppf(0.5 + ci_prob / 2.0))
+        lo, hi = x - z * se, x + z * se
+    else:
+        if draws is None:
+            raise OscarInputError(f"ci={ci!r} needs draws= (B, P) θ draws; see interval_draws()")
+        draws = np.asarray(draws, dtype=float)
+        if draws.ndim != 2 or draws.shape[1] != result.layout.n_theta:
+            raise OscarInputError(f"draws must have shape (B, {result.layout.n_theta}), got {draws.shape}")
+        xs = np.asarray(jax.vmap(fn)(jnp.asarray(draws)))
+        lo, hi = _quantiles(xs, ci_prob)
+        # A percentile interval need not contain the full-data estimate; fmt_pm then
+        # prints that side as 0 rather than a negative width.
+        se = np.full_like(x, np.nan)
+    # The anchor value is on the chosen scale; the other scale's columns put the anchor
+    # (or, unanchored, the field mean) at that scale's default, 0 logits / 1000 Elo.
+    logit_off = value if (index is not None and scale == "logit") else 0.0
+    elo_off = value if (index is not None and scale == "elo") else ELO_BASE
+    names = list(result.design.candidates)
+    frame = pd.DataFrame({
+        "candidate": names,
+        "logit": x + logit_off, "logit_lo": lo + logit_off, "logit_hi": hi + logit_off,
+        "elo": elo_off + ELO_SLOPE * x, "elo_lo": elo_off + ELO_SLOPE * lo, "elo_hi": elo_off + ELO_SLOPE * hi,
+        "se_logit": se,
+        "votes": [result.design.counts["candidate_votes"][c] for c in names],
+    })
+    key = "elo" if scale == "elo" else "logit"
+    frame["score"] = frame[key]
+    frame["lo"] = frame[f"{key}_lo"]
+    frame["hi"] = frame[f"{key}_hi"]
+    frame["plus"] = frame["hi"] - frame["score"]
+    frame["minus"] = frame["score"] - frame["lo"]
+    frame["rank_ub"] = rank_ub(frame["lo"], frame["hi"])
+    frame = frame.sort_values(["score", "candidate"], ascending=[False, True], kind="mergesort").reset_index(drop=True)
+    frame.insert(0, "rank", np.arange(1, len(frame) + 1))
+    cols = ["rank_ub", "rank", "candidate", "score", "lo", "hi", "plus", "minus", "votes",
+            "logit", "logit_lo", "logit_hi", "elo", "elo_lo", "elo_hi", "se_logit"]
+    frame = frame[cols]
+    frame.attrs.update({"scale": scale, "ci": ci, "ci_prob": ci_prob, "anchor": name,
+                        "anchor_value": value if index is not None else None,
+                        "n_draws": None if draws is None else int(np.shape(draws)[0])})
+    return frame
+
+
+def arena_text(table: pd.DataFrame, *, title: str | None = None, width: int = 80) -> str:
+    """Render an :func:`arena_leaderboard` table as ``Rank (UB) | Model | Score | CI | Votes``."""
+    attrs = table.attrs
+    pct = f"{100 * attrs.get('ci_prob', 0.95):g}%"
+    digits = 1 if attrs.get("scale", "elo") == "elo" else 3
+    anchor = attrs.get("anchor")
+    shown = table.assign(ci_text=["(anchor)" if c == anchor else fmt_pm(s, lo, hi, digits)
+                                  for c, s, lo, hi in zip(table.candidate, table.score, table.lo, table.hi)])
+    score_fmt = ".0f" if attrs.get("scale", "elo") == "elo" else ".3f"
+    cols = [("rank_ub", "Rank (UB)", "d"), ("candidate", "Model", ""), ("score", "Score", score_fmt),
+            ("ci_text", f"{pct} CI (+x/−y)", ""), ("votes", "Votes", "d")]
+    if title is None:
+        scale = attrs.get("scale", "elo")
+        what = (f"Elo = {ELO_BASE:g} + {ELO_SLOPE:.2f}·logit" if scale == "elo"
+                else "average-judge logit γ̄·s")
+        source = CI_LABELS.get(attrs.get("ci", "sandwich"), attrs.get("ci", ""))
+        if attrs.get("n_draws"):
+            source += f", {attrs['n_draws']} draws"
+        title = f"Arena-style leaderboard ({pct} CI, {source}; {what})"
+        if attrs.get("anchor"):
+            unit = "" if scale == "elo" else " logit"
+            title += (f"\nanchored: {shorten(attrs['anchor'], 40)} = {attrs['anchor_value']:g}{unit} "
+                      "(intervals are for the contrast with the anchor)")
+    return title + "\n" + render_table(shown, cols, width=width, name_col="candidate")
+
+
+def judge_intervals(result: FitResult, ci: str = "sandwich") -> pd.DataFrame:
+    """``result.judges(ci)`` plus Wald intervals of β_pos, β_len, β_fam (``beta_*_lo/_hi``).
+
+    Coefficients fixed at zero by column selection (or absent from the model) are NaN.
+    """
+    check_choice("ci", ci, ("sandwich", "model"))
+    table = result.judges(ci)
+    cov = np.asarray(result.covariance(ci))
+    se_theta = np.sqrt(np.maximum(np.diag(cov), 0.0))
+    blocks = result.layout.theta_blocks
+    z = result.z
+    for term in ("pos", "len", "fam"):
+        col = f"beta_{term}"
+        est = table[col].to_numpy(dtype=float)
+        se = se_theta[blocks[term]] if term in blocks else np.full(len(table), np.nan)
+        table[f"{col}_lo"] = est - z * se
+        table[f"{col}_hi"] = est + z * se
+    return table

@@ -1,0 +1,135 @@
+"""``oscar fit``: Arena-style JSON and tables, anchoring, plots, interval sources."""
+
+from __future__ import annotations
+
+import json
+import sys
+import types
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from oscar_jax.cli import main
+
+DATA = Path(__file__).resolve().parent / "data"
+BATTLES = str(DATA / "eco_arena.csv")
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+EXACT = 1e-9  # values copied between tables; rounding only
+
+
+def run(capsys, *argv):
+    code = main(["fit", *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_elo_json_has_arena_fields_and_plots(capsys, tmp_path):
+    code, out, _ = run(capsys, BATTLES, "--model", "j+p", "--scale", "elo", "--format", "json",
+                       "--plots", str(tmp_path / "plots"))
+    assert code == 0
+    payload = json.loads(out)
+    for key in ("model", "n_records", "n_prompts", "objective", "candidates", "judges", "win_prob", "diagnostics"):
+        assert key in payload
+    assert payload["n_records"] == 240 and payload["n_prompts"] == 20
+    for cand in payload["candidates"]:
+        assert {"name", "candidate", "score", "rank", "elo", "elo_lo", "elo_hi", "rank_ub", "votes"} <= set(cand)
+        assert cand["elo_lo"] < cand["elo"] < cand["elo_hi"]
+    elos = [c["elo"] for c in payload["candidates"]]
+    assert np.mean(elos) == pytest.approx(1000.0, abs=EXACT)  # unanchored: the field sits at 1000
+    assert payload["leaderboard"]["scale"] == "elo" and payload["leaderboard"]["ci_prob"] == 0.95
+    assert payload["data"]["ties"] == {"ties": 30, "'tie (bothbad)' ties": 16}
+    names = sorted(Path(p).name for p in payload["plots"].values())
+    assert names == ["attenuation.png", "forest.png", "judge_panel.png", "win_heatmap.png"]
+    for path in payload["plots"].values():
+        data = Path(path).read_bytes()
+        assert data[:8] == PNG_SIGNATURE and len(data) > 10_000
+
+
+def test_elo_table_and_default_logit_report(capsys):
+    code, out, _ = run(capsys, BATTLES, "--model", "j+p", "--scale", "elo", "--anchor", "gpt-4-0314=1114")
+    assert code == 0
+    assert "Arena-style leaderboard (95% CI, prompt-cluster sandwich" in out
+    assert "Rank (UB)  Model" in out and "95% CI (+x/−y)  Votes" in out
+    assert "anchored: gpt-4-0314 = 1114" in out and "(anchor)" in out
+    code, out, _ = run(capsys, BATTLES, "--model", "j+p")
+    assert code == 0
+    assert out.startswith("J+P — 240 records") and "Leaderboard (95% CI, prompt-cluster sandwich" in out
+    assert "Rank (UB)" not in out
+
+
+def test_anchor_in_json(capsys):
+    code, out, _ = run(capsys, BATTLES, "--model", "j+p", "--scale", "logit", "--anchor", "gpt-4", "--format", "json")
+    assert code == 0
+    payload = json.loads(out)
+    anchor = {c["candidate"]: c for c in payload["candidates"]}["gpt-4-0314"]
+    assert payload["leaderboard"]["anchor"] == "gpt-4-0314"  # unique substring resolves
+    assert anchor["logit"] == 0.0 and anchor["logit_lo"] == anchor["logit_hi"] == 0.0
+
+
+def test_bad_input_exits_2_with_message(capsys):
+    code, _, err = run(capsys, BATTLES, "--anchor", "nobody=3")
+    assert code == 2 and "anchor candidate 'nobody' is not in the data" in err
+    code, _, err = run(capsys, BATTLES, "--anchor", "x=abc")
+    assert code == 2 and "is not a number" in err
+    code, _, err = run(capsys, BATTLES, "--baseline", "gpt-4-0314", "--schema", "arena")
+    assert code == 2 and "arena-hard files only" in err
+
+
+@pytest.mark.parametrize("kind, module", [("bootstrap", "oscar_jax.resample"), ("bayes", "oscar_jax.bayes")])
+def test_unavailable_interval_source(capsys, monkeypatch, kind, module):
+    monkeypatch.setitem(sys.modules, module, None)  # as if the module were not installed
+    code, _, err = run(capsys, BATTLES, "--ci", kind)
+    assert code == 2 and f"--ci {kind}: the interval source is unavailable" in err
+
+
+def test_bootstrap_intervals_from_provider(capsys, monkeypatch):
+    """With a provider present, intervals come from its draws; points stay the full fit."""
+    calls = {}
+
+    def bootstrap(design, model, replicates, seed):
+        calls.update(replicates=replicates, seed=seed, model=model.name)
+        from oscar_jax import fit
+
+        theta = fit(design, model).theta
+        rng = np.random.default_rng(seed)
+        draws = theta + 0.05 * rng.standard_normal((replicates, theta.size))
+        ok = np.ones(replicates, bool)
+        ok[0] = False  # one failed replicate: left out and counted
+        return types.SimpleNamespace(theta=draws, ok=ok)
+
+    monkeypatch.setitem(sys.modules, "oscar_jax.resample", types.SimpleNamespace(bootstrap=bootstrap))
+    code, out, _ = run(capsys, BATTLES, "--model", "j+p", "--ci", "bootstrap", "--replicates", "50",
+                       "--seed", "3", "--scale", "elo", "--format", "json")
+    assert code == 0
+    assert calls == {"replicates": 50, "seed": 3, "model": "J+P"}
+    payload = json.loads(out)
+    assert payload["ci"] == "bootstrap" and payload["leaderboard"]["n_draws"] == 49
+    assert payload["leaderboard"]["n_failed_draws"] == 1
+    code, ref, _ = run(capsys, BATTLES, "--model", "j+p", "--scale", "elo", "--format", "json")
+    ref = json.loads(ref)
+    for a, b in zip(payload["candidates"], ref["candidates"]):
+        assert a["elo"] == pytest.approx(b["elo"], abs=EXACT)
+        assert a["elo_hi"] - a["elo_lo"] != pytest.approx(b["elo_hi"] - b["elo_lo"], rel=1e-3)
+
+
+def test_arena_hard_options(capsys):
+    path = str(DATA / "eco_arenahard.jsonl")
+    code, out, _ = run(capsys, path, "--model", "j+p", "--baseline", "gpt-4-0314", "--strong-weight", "3",
+                       "--format", "json")
+    assert code == 0
+    payload = json.loads(out)
+    assert payload["data"]["schema"] == "arena-hard" and payload["n_records"] == 240
+    assert any("weighted 3" in n for n in payload["data"]["notes"])
+
+
+def test_bootstrap_with_the_resample_module(capsys):
+    pytest.importorskip("oscar_jax.resample")
+    code, out, _ = run(capsys, BATTLES, "--model", "j+p", "--ci", "bootstrap", "--replicates", "20",
+                       "--scale", "elo", "--format", "json")
+    assert code == 0
+    payload = json.loads(out)
+    assert payload["leaderboard"]["n_draws"] + payload["leaderboard"]["n_failed_draws"] == 20
+    for cand in payload["candidates"]:
+        # Percentile bounds need not be symmetric; the point is the full-data fit.
+        assert cand["elo_lo"] <= cand["elo_hi"] and cand["plus"] + cand["minus"] > 0
