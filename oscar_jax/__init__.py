@@ -6,11 +6,12 @@ self-family), and reports prompt-cluster confidence intervals for win probabilit
 
 from . import _x64  # noqa: F401  (float64 before anything else)
 from .data import LoadReport, load_judgments
-from . import schemas as _schemas  # noqa: F401  (registers the ecosystem input conventions)
+from .schemas import load_arena_hard  # (importing schemas registers the ecosystem input conventions)
 from .design import Design, build_design
 from .diagnostics import attenuation, median_abs_log_discrepancy
 from .families import family_of
 from .fit import OscarFitWarning, fit
+from .leaderboard import arena_leaderboard, arena_text
 from .results import FitResult
 from .simulate import TABLE_G1, SimParams, simulate, simulate_design, simulate_frame
 from .spec import ModelSpec, parse_model
@@ -28,10 +29,13 @@ __all__ = [
     "OscarFitWarning",
     "OscarInputError",
     "__version__",
+    "arena_leaderboard",
+    "arena_text",
     "attenuation",
     "build_design",
     "family_of",
     "fit",
+    "load_arena_hard",
     "load_judgments",
     "median_abs_log_discrepancy",
     "parse_model",

@@ -418,7 +418,7 @@ register_schema(Schema("oscar", ("candidate_a", "candidate_b", "outcome"), _conv
 # ---------------------------------------------------------------------------------------
 
 def load_judgments(source, schema: str | None = None, *, bothbad: str = "tie",
-                   keep_columns=()) -> tuple[pd.DataFrame, LoadReport]:
+                   keep_columns=(), **schema_options) -> tuple[pd.DataFrame, LoadReport]:
     """Read judgments from a file or DataFrame into the canonical frame.
 
     Parameters
@@ -432,6 +432,9 @@ def load_judgments(source, schema: str | None = None, *, bothbad: str = "tie",
         separately; ``"drop"`` removes those records (counted in the report).
     keep_columns
         Extra raw columns to carry through (user covariates for ``build_design``).
+    **schema_options
+        Options of a particular reader (e.g. arena-hard's ``baseline``, ``strong_weight``),
+        passed to its converter.
 
     Returns
     -------
@@ -453,7 +456,7 @@ def load_judgments(source, schema: str | None = None, *, bothbad: str = "tie",
     if schema not in SCHEMAS:
         raise OscarInputError(f"Requested schema {schema!r} but it must be one of {sorted(SCHEMAS)}")
     report = LoadReport(source=name, schema=schema, n_input=len(raw))
-    options = {"bothbad": bothbad}
+    options = {"bothbad": bothbad, **schema_options}
     raw[_ROW] = np.arange(len(raw))
     frame = SCHEMAS[schema].convert(raw, report, options)
     rows = frame.pop(_ROW).to_numpy() if _ROW in frame.columns else np.arange(len(frame))

@@ -9,14 +9,13 @@ covariances. Failed B.3 checks are recorded in the result and raised as warnings
 from __future__ import annotations
 
 import warnings
-from functools import partial
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from . import _x64  # noqa: F401
-from .core import FitCore, fit_core_jit
+from .core import fit_core_jit
 from .data import load_judgments
 from .design import Design, build_design
 from .params import Layout

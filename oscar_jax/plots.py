@@ -44,6 +44,23 @@ def _save(fig: Figure, path) -> Path:
     return path
 
 
+def _label_points(ax, xs, ys, names, min_gap: float = 0.04):
+    """Annotate points, skipping any closer than ``min_gap`` (axes fraction) to a labelled one.
+
+    Dense clusters (many judges near κ ratio 1) otherwise print unreadable stacks of text.
+    """
+    trans = ax.transData + ax.transAxes.inverted()
+    placed = []
+    for x0, y0, name in zip(xs, ys, names):
+        if not (np.isfinite(x0) and np.isfinite(y0)):
+            continue
+        fx, fy = trans.transform((x0, y0))
+        if any(abs(fx - px) < min_gap and abs(fy - py) < min_gap for px, py in placed):
+            continue
+        placed.append((fx, fy))
+        ax.annotate(name, (x0, y0), xytext=(3, 3), textcoords="offset points", fontsize=6.5)
+
+
 def _col(table: pd.DataFrame, *names):
     for n in names:
         if n in table.columns:
@@ -92,13 +109,18 @@ def forest_plot(table, path, *, xlabel: str | None = None, title: str | None = N
     scale = attrs.get("scale", "logit")
     pct = f"{100 * attrs.get('ci_prob', 0.95):g}%"
     if xlabel is None:
-        xlabel = "Elo (1000 + 173.72 · average-judge logit)" if scale == "elo" else "score (average-judge logit γ̄·s)"
+        if "scale" not in attrs:
+            xlabel = "score"
+        elif scale == "elo":
+            xlabel = "Elo (1000 + 173.72 · average-judge logit)"
+        else:
+            xlabel = "score (average-judge logit γ̄·s)"
     ax.set_xlabel(xlabel)
     ax.set_ylabel("candidate")
     ax.grid(axis="x", color="0.85", linewidth=0.8)
     ax.set_axisbelow(True)
     if title is None:
-        title = f"Candidate scores with {pct} intervals ({attrs.get('ci', 'sandwich')})"
+        title = f"Candidate scores with {pct} intervals" + (f" ({attrs['ci']})" if "ci" in attrs else "")
         if attrs.get("anchor"):
             title += f"\nanchored at {shorten(attrs['anchor'], 30)}"
     ax.set_title(title, fontsize=10)
@@ -227,10 +249,9 @@ def judge_panel(source, path, *, j_fit=None, ci: str = "sandwich", model_name: s
                       ecolor="0.6", elinewidth=0.9, capsize=2, markersize=5)
         top = np.nanmax(np.concatenate([xhi, yhi, xk, yk])) * 1.05
         ax_k.plot([0, top], [0, top], color="0.4", linestyle="--", linewidth=1, label="κ equal")
-        for x0, y0, name in zip(xk, yk, judges):
-            ax_k.annotate(name, (x0, y0), xytext=(3, 3), textcoords="offset points", fontsize=6.5)
         ax_k.set_xlim(0, top)
         ax_k.set_ylim(0, top)
+        _label_points(ax_k, xk, yk, judges)
         ax_k.legend(loc="upper left", fontsize=8, frameon=False)
     else:
         ax_k.text(0.5, 0.5, "no J fit given", ha="center", va="center", transform=ax_k.transAxes)
@@ -250,7 +271,7 @@ def judge_panel(source, path, *, j_fit=None, ci: str = "sandwich", model_name: s
                   transform=ax_d.transAxes)
     ax_d.axvline(0.0, color="0.4", linewidth=1)
     ax_d.set_yticks(y, judges)
-    ax_d.set_xlim(-1.0, 1.0)
+    ax_d.set_xlim(-1.08, 1.08)  # D ∈ (−1, 1); room for a marker at the edge
     ax_d.set_xlabel("D = tanh(β_pos/2)  (> 0: prefers the first-shown answer)")
     ax_d.set_title("(b) net first-slot preference D", fontsize=10)
 
@@ -277,7 +298,7 @@ def judge_panel(source, path, *, j_fit=None, ci: str = "sandwich", model_name: s
     ax_b.axvline(0.0, color="0.4", linewidth=1)
     ax_b.set_yticks(y, judges)
     ax_b.set_xlabel("coefficient on the logit scale")
-    ax_b.set_title("(c) bias coefficients (NaN = not estimable, dropped)", fontsize=10)
+    ax_b.set_title("(c) bias coefficients", fontsize=10)
     for ax in (ax_d, ax_b):
         ax.grid(axis="x", color="0.88", linewidth=0.8)
         ax.set_axisbelow(True)
@@ -315,11 +336,9 @@ def attenuation_scatter(table, path, *, adjusted: FitResult | None = None, title
     lo = min(0.0, float(finite.min()) if finite.size else 0.0)
     hi = max(1.05, float(finite.max()) * 1.05 if finite.size else 1.05)
     ax.plot([lo, hi], [lo, hi], color="0.4", linestyle="--", linewidth=1, label="observed = predicted (Eq. 5)")
-    for x0, y0, name in zip(x, y, names):
-        if np.isfinite(x0) and np.isfinite(y0):
-            ax.annotate(name, (x0, y0), xytext=(3, 3), textcoords="offset points", fontsize=6.5)
     ax.set_xlim(lo, hi)
     ax.set_ylim(lo, hi)
+    _label_points(ax, x, y, names)
     ax.set_xlabel("predicted attenuation 1 − D²  (D from the fit with position)")
     ax.set_ylabel("observed κ ratio: without / with position")
     ax.legend(loc="upper left", fontsize=8, frameon=False)

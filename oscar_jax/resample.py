@@ -402,19 +402,17 @@ def fit_batch(design: Design, model: str | ModelSpec, omega, *, starts=None, mas
         chunk = min(n_rows, auto_chunk_size(design, layout))
     else:
         chunk = check_positive_int("chunk_size", chunk_size)
+    kw = dict(layout=layout, n_clusters=design.n_clusters, ridge=eff.ridge, v_bound=eff.v_bound, max_iter=max_iter)
     parts = []
     with progress(n_rows, desc or f"{eff.name} fits", enabled=show_progress) as bar:
         for lo in range(0, n_rows, chunk):
-            hi = min(lo + chunk, n_rows)
-            pad = chunk - (hi - lo)
-            om = np.concatenate([rows_omega[lo:hi], np.repeat(rows_omega[lo:lo + 1], pad, axis=0)])
-            st = np.concatenate([rows_start[lo:hi], np.repeat(rows_start[lo:lo + 1], pad, axis=0)])
-            mk = None if mask is None else jnp.asarray(np.concatenate([mask[lo:hi], np.repeat(mask[lo:lo + 1], pad, axis=0)]))
-            out = batched_fit_core_jit(design.arrays, jnp.asarray(om), jnp.asarray(st), layout=layout,
-                                       n_clusters=design.n_clusters, ridge=eff.ridge, v_bound=eff.v_bound,
-                                       max_iter=max_iter, mask=mk)
-            parts.append(jax.tree_util.tree_map(lambda x, n=hi - lo: np.asarray(x)[:n], out))
-            bar.update(hi - lo)
+            rows = np.arange(lo, min(lo + chunk, n_rows))
+            take = np.concatenate([rows, np.repeat(rows[:1], chunk - rows.size)])  # pad: one compiled shape
+            mk = None if mask is None else jnp.asarray(mask[take])
+            out = batched_fit_core_jit(design.arrays, jnp.asarray(rows_omega[take]), jnp.asarray(rows_start[take]),
+                                       mask=mk, **kw)
+            parts.append([np.asarray(value)[: rows.size] for value in out])
+            bar.update(rows.size)
     core = FitCore(*[np.concatenate(field_parts) for field_parts in zip(*parts)])
     core = _select_starts(core, n_rep, n_starts)
     return BatchFit(core=core, omega=omega, spec=spec, effective_spec=eff, layout=layout,

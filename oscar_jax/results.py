@@ -14,7 +14,7 @@ from scipy.stats import norm
 from .core import STATIONARITY_TOL, FitCore
 from .design import Design
 from .params import Layout, Params
-from .sandwich import Covariances, delta_se, targets
+from .sandwich import Covariances, target_se, targets_jit
 from .solver import STATUS
 from .spec import ModelSpec
 from .validate import check_choice
@@ -72,7 +72,7 @@ class FitResult:
 
     @cached_property
     def _targets(self):
-        t = targets(jnp.asarray(self.theta), self.layout)
+        t = targets_jit(jnp.asarray(self.theta), self.layout)
         return jax.tree_util.tree_map(np.asarray, t)
 
     @property
@@ -114,7 +114,7 @@ class FitResult:
         if kind not in cache:
             cov = jnp.asarray(self.covariance(kind))
             theta = jnp.asarray(self.theta)
-            se_t = delta_se(lambda th: targets(th, self.layout), theta, cov)
+            se_t = target_se(theta, cov, self.layout)
             se_theta = np.sqrt(np.maximum(np.diag(np.asarray(cov)), 0.0))
             cache[kind] = (jax.tree_util.tree_map(np.asarray, se_t), se_theta)
         return cache[kind]

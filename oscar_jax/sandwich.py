@@ -19,7 +19,7 @@ from .derivatives import cluster_scores
 from .design import DesignArrays
 from .params import Layout
 
-__all__ = ["Covariances", "covariances", "delta_se", "targets", "Targets"]
+__all__ = ["Covariances", "covariances", "delta_se", "target_se", "targets", "Targets"]
 
 
 class Covariances(NamedTuple):
@@ -101,3 +101,12 @@ def delta_se(fn, theta, cov):
         return jnp.sqrt(jnp.maximum(var, 0.0)).reshape(j.shape[:-1])
 
     return jax.tree_util.tree_map(se, jac)
+
+
+def _target_se(theta, cov, layout: Layout) -> Targets:
+    return delta_se(lambda th: targets(th, layout), theta, cov)
+
+
+target_se = jax.jit(_target_se, static_argnames=("layout",))
+target_se.__doc__ = "Delta-method standard errors of every field of :func:`targets` (jitted)."
+targets_jit = jax.jit(targets, static_argnames=("layout",))

@@ -18,7 +18,7 @@ judges, other values). :func:`simulate` returns design arrays with one cell per 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 import jax

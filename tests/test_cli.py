@@ -3,7 +3,6 @@
 import json
 
 import pandas as pd
-import pytest
 
 from oscar_jax.cli import main
 

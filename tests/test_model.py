@@ -62,7 +62,7 @@ def test_fractional_loss_is_bernoulli_with_half_ties(small_design):
 
 
 def test_davidson_probabilities():
-    layout = oj.Design.layout.__get__  # noqa: F841 (documentation of intent)
+
     from oscar_jax.params import Layout
     from oscar_jax.model import local_prob
     spec = oj.parse_model("davidson+plf")

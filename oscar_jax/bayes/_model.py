@@ -161,7 +161,7 @@ def prompt_loss(theta, shift, arrays: DesignArrays, pair_stats, layout: Layout):
     return jnp.sum(per_pair)
 
 
-def oscar_model(data: ModelData, *, layout: Layout, n_clusters: int | None = None):
+def oscar_model(data: ModelData, *, layout: Layout, n_clusters: int | None = None, centred: bool = False):
     """NumPyro model of OSCAR over the point fit's θ parametrization (Sections 3.2–3.4).
 
     Sites
@@ -182,5 +182,8 @@ def oscar_model(data: ModelData, *, layout: Layout, n_clusters: int | None = Non
         numpyro.factor("loglik", -loss_value(theta, data.arrays, data.stats, layout))
         return
     sigma = numpyro.sample("sigma_prompt", dist.HalfNormal(data.sigma_scale))
-    z = numpyro.sample("z_prompt", dist.Normal(jnp.zeros(n_clusters), 1.0).to_event(1))
-    numpyro.factor("loglik", -prompt_loss(theta, sigma * z, data.arrays, data.stats, layout))
+    if centred:
+        shift = numpyro.sample("u_prompt", dist.Normal(jnp.zeros(n_clusters), sigma).to_event(1))
+    else:
+        shift = sigma * numpyro.sample("z_prompt", dist.Normal(jnp.zeros(n_clusters), 1.0).to_event(1))
+    numpyro.factor("loglik", -prompt_loss(theta, shift, data.arrays, data.stats, layout))

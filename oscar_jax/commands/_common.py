@@ -26,6 +26,11 @@ def add_data_arguments(parser):
                              "included by models with the 'c' term, e.g. oscar+c")
     parser.add_argument("--bothbad", choices=["tie", "drop"], default="tie",
                         help="Arena 'tie (bothbad)': score as ½ (default) or drop (counted)")
+    parser.add_argument("--baseline", default=None, metavar="NAME",
+                        help="arena-hard files: the baseline model shown first in game 1 (v0.1 rows do not "
+                             "store it; e.g. gpt-4-0314)")
+    parser.add_argument("--strong-weight", type=float, default=None, metavar="W",
+                        help="arena-hard files: weight of A>>B / B>>A verdicts (default 1; arena-hard-auto uses 3)")
 
 
 def add_output_arguments(parser, formats=("table", "json", "csv")):
@@ -49,11 +54,23 @@ def load_family_map(path):
 
 
 def design_from_args(args):
+    """The Design a command works on, through the arena-hard reader when its options are given."""
+    from ..design import build_design
     from ..fit import as_design
 
-    return as_design(args.data, schema=args.schema, reference_judge=args.reference_judge,
-                     family_map=load_family_map(args.family_map), covariates=tuple(args.covariate),
-                     bothbad=args.bothbad)
+    baseline, strong = getattr(args, "baseline", None), getattr(args, "strong_weight", None)
+    if baseline is None and strong is None:
+        return as_design(args.data, schema=args.schema, reference_judge=args.reference_judge,
+                         family_map=load_family_map(args.family_map), covariates=tuple(args.covariate),
+                         bothbad=args.bothbad)
+    if args.schema not in (None, "arena-hard"):
+        raise OscarInputError(f"--baseline and --strong-weight apply to arena-hard files only, not --schema {args.schema}")
+    from ..schemas import load_arena_hard
+
+    frame, report = load_arena_hard(args.data, baseline=baseline, strong_weight=strong,
+                                    keep_columns=tuple(args.covariate))
+    return build_design(frame, reference_judge=args.reference_judge, family_map=load_family_map(args.family_map),
+                        covariates=tuple(args.covariate), report=report)
 
 
 def emit(text: str):

@@ -19,7 +19,7 @@ from ..leaderboard import (
 )
 from ..report import write_tables
 from ..summaries import fit_report, header, judges_text, win_text
-from ..validate import OscarInputError, check_ci_prob, check_positive_int, resolve_name
+from ..validate import check_ci_prob, check_positive_int, resolve_name
 from ._common import (
     MODELS_HELP,
     add_data_arguments,
@@ -27,7 +27,6 @@ from ._common import (
     design_from_args,
     emit,
     emit_json,
-    load_family_map,
 )
 
 NAME = "fit"
@@ -59,30 +58,10 @@ def add_arguments(parser):
                              "(fits J, and J+P when the model has no position term, for comparison)")
     parser.add_argument("--replicates", type=int, default=500,
                         help="bootstrap replicates for --ci bootstrap (default 500)")
-    parser.add_argument("--baseline", default=None, metavar="NAME",
-                        help="arena-hard files: the baseline model shown first in game 1 (v0.1 rows do not "
-                             "store it; e.g. gpt-4-0314)")
-    parser.add_argument("--strong-weight", type=float, default=None, metavar="W",
-                        help="arena-hard files: weight of A>>B / B>>A verdicts (default 1; arena-hard-auto uses 3)")
     parser.add_argument("--ridge", type=float, default=None, help="ridge λ (default 0.05)")
     parser.add_argument("--seed", type=int, default=0,
                         help="seed of the random second start and of the bootstrap/posterior (default 0)")
     add_output_arguments(parser)
-
-
-def _design(args):
-    """The design, through the arena-hard reader when its options are given."""
-    if args.baseline is None and args.strong_weight is None:
-        return design_from_args(args)
-    if args.schema not in (None, "arena-hard"):
-        raise OscarInputError(f"--baseline and --strong-weight apply to arena-hard files only, not --schema {args.schema}")
-    from ..design import build_design
-    from ..schemas import load_arena_hard
-
-    frame, report = load_arena_hard(args.data, baseline=args.baseline, strong_weight=args.strong_weight,
-                                    keep_columns=tuple(args.covariate))
-    return build_design(frame, reference_judge=args.reference_judge, family_map=load_family_map(args.family_map),
-                        covariates=tuple(args.covariate), report=report)
 
 
 def _data_summary(design) -> dict:
@@ -140,7 +119,7 @@ def run(args) -> int:
     if draw_based:
         interval_source(args.ci)
         check_positive_int("replicates", args.replicates, minimum=2)
-    design = _design(args)
+    design = design_from_args(args)
     if anchor is not None:
         anchor = (resolve_name("anchor candidate", anchor[0], list(design.candidates)), anchor[1])
     result = fit(design, args.model, ridge=args.ridge, seed=args.seed, ci_prob=ci_prob)

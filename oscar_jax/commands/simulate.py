@@ -69,9 +69,9 @@ def add_arguments(parser):
                         help="paired difference A − B to report (repeatable; default oscar against each other method)")
     parser.add_argument("--level", type=float, default=0.95, help="Monte Carlo interval level (default 0.95)")
     parser.add_argument("--chunk", type=int, default=None, help="replicates per compiled batch (default: by memory)")
-    parser.add_argument("--pad-ratio", type=float, default=1.0,
-                        help="fit an N at a larger N of the sweep within this factor, to compile fewer programs "
-                             "(default 1 = no padding)")
+    parser.add_argument("--pad-ratio", type=float, default=2.5,
+                        help="fit an N at a larger N of the sweep within this factor (zero-weight padding, same "
+                             "estimates up to rounding) to compile fewer programs (default 2.5; 1 = no padding)")
     parser.add_argument("--no-compile-ahead", action="store_true",
                         help="compile each program when needed instead of one step ahead in a thread")
     parser.add_argument("--compilation-cache", default=None, metavar="DIR",

@@ -1,0 +1,241 @@
+"""Simulation sweeps: metrics, determinism, failure flagging, aggregation, CLI.
+
+Shapes are kept few and small (N ≤ 2500, ≤ 20 replicates) because every new shape is a
+fresh XLA compilation of the fit; the full study runs in benchmarks/bench_simulation.py.
+"""
+
+import json
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.stats import kendalltau, t
+
+from oscar_jax.cli import main
+from oscar_jax.simulate import TABLE_G1
+from oscar_jax.sweep import (
+    CHECKS,
+    METRICS,
+    Setting,
+    SweepResult,
+    _padded_prompts,
+    kendall_tau_b,
+    main_and_controls,
+    replicate_keys,
+    sweep,
+)
+from oscar_jax.validate import OscarInputError
+
+# Float sums over arrays of different length (padding) may reorder additions: estimates
+# then agree to rounding, far inside this bound, not bit for bit.
+PAD_RTOL = 1e-9
+# scipy computes τ_b with integer counts and one division; ours differs by rounding only.
+TAU_ATOL = 1e-12
+
+SMALL = dict(ns=(250, 500), reps=3, methods=("j", "oscar"), seed=0, pad_ratio=2.0, show_progress=False)
+
+
+@pytest.fixture(scope="module")
+def small():
+    return sweep(**SMALL)
+
+
+def _numeric(frame):
+    return frame.drop(columns=["method"]).to_numpy(dtype=float)
+
+
+# --------------------------------------------------------------------------- τ_b ----
+
+def test_kendall_tau_b_matches_scipy_with_and_without_ties():
+    rng = np.random.default_rng(0)
+    xs = [rng.normal(size=8) for _ in range(20)] + [rng.integers(0, 3, size=8).astype(float) for _ in range(20)]
+    ys = [rng.normal(size=8) for _ in range(20)] + [rng.integers(0, 4, size=8).astype(float) for _ in range(20)]
+    ours = np.asarray(jax.vmap(kendall_tau_b)(jnp.asarray(np.stack(xs)), jnp.asarray(np.stack(ys))))
+    ref = np.array([kendalltau(x, y, variant="b").statistic for x, y in zip(xs, ys)])
+    np.testing.assert_allclose(ours, ref, rtol=0, atol=TAU_ATOL)
+    x = jnp.arange(8.0)
+    assert float(kendall_tau_b(x, x)) == 1.0 and float(kendall_tau_b(x, -x)) == -1.0
+    assert math.isnan(float(kendall_tau_b(jnp.ones(8), x)))  # constant vector: undefined, as scipy
+
+
+# ----------------------------------------------------------------- sweep results ----
+
+def test_sweep_shapes_truth_and_checks(small):
+    rep = small.per_replicate()
+    assert len(rep) == 2 * 2 * 3  # N × methods × reps
+    assert set(rep.method) == {"J", "OSCAR"}
+    assert rep.ok.all(), small.failures()
+    assert (rep.top1.isin([0.0, 1.0])).all()
+    for col in ("coverage_cluster", "coverage_model"):
+        # Coverage is a share of the 28 pairs.
+        assert np.allclose(rep[col] * 28, np.round(rep[col] * 28))
+    assert (rep.q_rmse > 0).all() and (rep.kendall_tau.abs() <= 1).all()
+    tab = small.table()
+    assert list(tab[["n", "method"]].itertuples(index=False, name=None)) == [
+        (250, "J"), (250, "OSCAR"), (500, "J"), (500, "OSCAR")]
+    for row in tab.itertuples():
+        grp = rep[(rep.n == row.n) & (rep.method == row.method)]
+        assert row.q_rmse == pytest.approx(grp.q_rmse.mean(), rel=1e-14)
+        assert row.q_rmse_mcse == pytest.approx(grp.q_rmse.std(ddof=1) / math.sqrt(3), rel=1e-12)
+        half = t.ppf(0.975, 2) * row.q_rmse_mcse
+        assert row.q_rmse_hi - row.q_rmse_lo == pytest.approx(2 * half, rel=1e-12)
+    # Both methods see the same data in each replicate (G.3): same keys, so J and OSCAR
+    # share the design; their objectives differ because the models do.
+    assert small.timings.fitted_as_n.tolist() == [500, 500, 500, 500]
+
+
+def test_same_seed_is_bit_identical_and_seeds_differ(small):
+    again = sweep(**SMALL)
+    pd.testing.assert_frame_equal(small.per_replicate(), again.per_replicate(), check_exact=True)
+    other = sweep(**{**SMALL, "seed": 1})
+    assert not np.array_equal(_numeric(small.per_replicate()), _numeric(other.per_replicate()))
+
+
+def test_adding_replicates_keeps_earlier_ones(small):
+    # The fixture fitted N = 500 in one batch of 3; here 2 replicates form a batch of 2.
+    two = sweep(ns=(500,), reps=2, methods=("j",), seed=0, show_progress=False).per_replicate()
+    ref = small.per_replicate()
+    ref = ref[(ref.n == 500) & (ref.method == "J")].iloc[:2].reset_index(drop=True)
+    pd.testing.assert_frame_equal(two, ref, check_exact=True)
+    # More replicates in the same batch size: the first ones are unchanged too.
+    five = sweep(**{**SMALL, "reps": 5, "chunk": 3}).per_replicate()
+    ref = small.per_replicate()
+    for (n, m), grp in five.groupby(["n", "method"]):
+        want = ref[(ref.n == n) & (ref.method == m)].reset_index(drop=True)
+        pd.testing.assert_frame_equal(grp.iloc[:3].reset_index(drop=True), want, check_exact=True)
+    # Keys depend on (seed, N, replicate) only.
+    np.testing.assert_array_equal(np.asarray(replicate_keys(3, 250, 0, 3))[:2],
+                                  np.asarray(replicate_keys(3, 250, 0, 2)))
+
+
+def test_padding_changes_nothing_but_rounding(small):
+    exact = sweep(ns=(250,), reps=3, methods=("j",), seed=0, show_progress=False).per_replicate()
+    padded = small.per_replicate()
+    padded = padded[(padded.n == 250) & (padded.method == "J")].reset_index(drop=True)
+    for col in METRICS + ("objective",):
+        np.testing.assert_allclose(padded[col], exact[col], rtol=PAD_RTOL, atol=1e-12)
+    for col in ("ok", "n_iter") + CHECKS:
+        assert padded[col].tolist() == exact[col].tolist()
+
+
+def test_padding_buckets():
+    assert _padded_prompts([200, 500, 1000, 2000], 2.5) == {2000: 2000, 1000: 2000, 500: 500, 200: 500}
+    assert _padded_prompts([200, 500], 1.0) == {200: 200, 500: 500}
+
+
+def test_failed_fits_are_flagged_counted_and_left_out(small):
+    # A loose solver tolerance stops Newton early, so B.3 stationarity (1e-7 N) fails.
+    res = sweep(**{**SMALL, "gtol": 1e-2})
+    rep = res.per_replicate()
+    assert (~rep.stationary).any()
+    fails = res.failures()
+    assert fails.n_failed.sum() == (~rep.ok).sum()
+    assert (fails.failed_stationary >= 1).any()
+    tab = res.table()
+    for row in tab.itertuples():
+        grp = rep[(rep.n == row.n) & (rep.method == row.method)]
+        assert row.n_ok == grp.ok.sum() and row.n_failed == (~grp.ok).sum()
+        if row.n_ok:
+            assert row.q_rmse == pytest.approx(grp[grp.ok].q_rmse.mean(), rel=1e-14)
+        else:
+            assert math.isnan(row.q_rmse)
+
+
+def _synthetic(values_a, values_b, ok_a, ok_b):
+    rows = []
+    for method, values, ok in (("A", values_a, ok_a), ("B", values_b, ok_b)):
+        for r, (v, good) in enumerate(zip(values, ok)):
+            row = {"n": 100, "c": 1.0, "rho": 0.6, "method": method, "rep": r, "ok": good}
+            row.update({m: v for m in METRICS})
+            row.update({chk: (not good) if chk == "at_bound" else True for chk in CHECKS})
+            rows.append(row)
+    return SweepResult(replicates=pd.DataFrame(rows), seed=0, reps=len(values_a), params=TABLE_G1,
+                       methods=("A", "B"))
+
+
+def test_paired_differences_use_replicates_where_both_passed():
+    a = np.array([1.0, 2.0, 4.0, 7.0, 100.0])
+    b = np.array([0.5, 1.0, 3.0, 5.0, 0.0])
+    res = _synthetic(a, b, [True] * 4 + [False], [True] * 5)
+    d = res.differences("A", "B").set_index("metric").loc["q_rmse"]
+    diff = (a - b)[:4]
+    assert d.n_pairs == 4
+    assert d["diff"] == pytest.approx(diff.mean(), rel=1e-14)
+    assert d.mcse == pytest.approx(diff.std(ddof=1) / 2.0, rel=1e-14)
+    assert d.hi - d["diff"] == pytest.approx(t.ppf(0.975, 3) * d.mcse, rel=1e-12)
+    tab = res.table().set_index("method")
+    assert tab.loc["A", "n_ok"] == 4 and tab.loc["A", "q_rmse"] == pytest.approx(a[:4].mean())
+    assert res.failures().set_index("method").loc["A", "failed_at_bound"] == 1
+
+
+def test_unbiased_j_without_bias_or_dependence():
+    """c = 0, ρ = 0: J is the generating model and judgments are independent, so its
+    estimates are unbiased up to O(1/N); with the Table G1 biases (c = 1) they are not.
+
+    The O(1/N) part is visible for κ̂ = γ̂ RMS(ŝ) at small N, because E‖ŝ‖² = ‖s*‖² +
+    tr Var(ŝ) (≈ +0.05 at N = 500, 6 MC SEs over 60 replicates); at N = 2500 it is ≈ 0.01,
+    well inside 4 MC SEs (≈ 0.027) of 20 replicates, which is the tolerance used here.
+    """
+    res = sweep(settings=[Setting(2500, 0.0, 0.0), Setting(2500, 1.0, 0.0)], reps=20, methods=("j",),
+                seed=11, show_progress=False)
+    tab = res.table().set_index("c")
+    clean, biased = tab.loc[0.0], tab.loc[1.0]
+    assert clean.n_ok == 20 and biased.n_ok == 20
+    for metric in ("q_bias", "kappa_bias"):
+        assert abs(clean[metric]) <= 4.0 * clean[f"{metric}_mcse"], (metric, clean[metric])
+    # Power: the same test rejects under the biases (attenuation pulls q̂ towards ½).
+    assert biased.q_bias > 4.0 * biased.q_bias_mcse
+    # Correctly specified, independent judgments: cluster intervals near nominal
+    # (28 pairs × 20 replicates, but pairs are correlated, so only a loose bound).
+    assert clean.coverage_cluster > 0.85
+
+
+def test_settings_and_validation():
+    settings = main_and_controls()
+    assert settings[:4] == [Setting(1000, 1.0, 0.6), Setting(2500, 1.0, 0.6), Setting(5000, 1.0, 0.6),
+                            Setting(10000, 1.0, 0.6)]
+    assert settings[4:] == [Setting(2500, 0.0, 0.6), Setting(2500, 1.0, 0.0), Setting(2500, 0.0, 0.0)]
+    with pytest.raises(OscarInputError, match="multiple of the 5 judges"):
+        sweep(ns=(1001,), reps=2)
+    with pytest.raises(OscarInputError, match="BT/Davidson"):
+        sweep(ns=(100,), reps=2, methods=("bt+plf",))
+    with pytest.raises(OscarInputError, match="at least 2"):
+        sweep(ns=(100,), reps=1)
+
+
+# ---------------------------------------------------------------------------- CLI ----
+
+def test_cli_json_rows_and_outputs(small, tmp_path, capsys):
+    # Same shapes as the fixture, so the compiled programs are reused.
+    rc = main(["simulate", "--n", "250,500", "--reps", "3", "--methods", "j,oscar", "--seed", "0",
+               "--pad-ratio", "2", "--format", "json", "--out", str(tmp_path)])
+    assert rc == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert isinstance(rows, list) and len(rows) == 4
+    for key in ("n", "c", "rho", "method", "reps", "q_rmse", "kappa_rmse", "kendall_tau", "top1",
+                "coverage_cluster", "coverage_model"):
+        assert key in rows[0]
+    ref = small.table()
+    assert [r["q_rmse"] for r in rows] == pytest.approx(ref.q_rmse.tolist(), rel=1e-14)
+    for name in ("summary.csv", "per_replicate.csv", "differences.csv", "result.json", "summary.md",
+                 "simulation_fig3_c1_rho0.6.png", "simulation_fig4_c1_rho0.6.png"):
+        assert (tmp_path / name).stat().st_size > 0, name
+    assert (tmp_path / "simulation_fig3_c1_rho0.6.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_cli_controls_table(capsys):
+    rc = main(["simulate", "--n", "500", "--reps", "3", "--methods", "j,oscar", "--controls",
+               "--control-n", "500", "--pad-ratio", "2", "--format", "table"])
+    assert rc == 0
+    out = capsys.readouterr().out
+    assert "OSCAR" in out and "paired differences OSCAR − J" in out
+    assert out.count("\n500  ") >= 8  # 4 settings × 2 methods
+
+
+def test_cli_bad_input_exits_2(capsys):
+    assert main(["simulate", "--n", "1001", "--reps", "2"]) == 2
+    assert "multiple of the 5 judges" in capsys.readouterr().err
+    assert main(["simulate", "--n", "abc"]) == 2
