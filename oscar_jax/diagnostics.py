@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scipy.optimize import brentq
 
 from .results import FitResult
 from .validate import OscarInputError
@@ -83,6 +82,8 @@ def population_gamma_no_position(x, m):
     Solved by root-finding on the strictly increasing first-order condition
     Σ x_j (σ(γ x_j) − m_j) = 0, bracketed between 0 and a value where it is positive.
     """
+    from scipy.optimize import brentq  # scipy.optimize is slow to import; only needed here
+
     x = np.asarray(x, dtype=float)
     m = np.asarray(m, dtype=float)
 

@@ -37,7 +37,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pandas as pd
-from scipy.stats import norm
+from statistics import NormalDist
 
 from .report import render_table, shorten
 from .results import FitResult
@@ -342,7 +342,7 @@ def arena_leaderboard(result: FitResult, *, ci: str = "sandwich", scale: str = "
         if draws is not None:
             raise OscarInputError(f"ci={ci!r} uses the fit's covariance; draws are only for bootstrap or bayes")
         se = np.asarray(delta_se(fn, theta, jnp.asarray(result.covariance(ci))))
-        z = float(norm.ppf(0.5 + ci_prob / 2.0))
+        z = NormalDist().inv_cdf(0.5 + ci_prob / 2.0)
         lo, hi = x - z * se, x + z * se
     else:
         if draws is None:

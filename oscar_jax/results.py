@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pandas as pd
-from scipy.stats import norm
+from statistics import NormalDist
 
 from .core import STATIONARITY_TOL, FitCore
 from .design import Design
@@ -121,7 +121,7 @@ class FitResult:
 
     @property
     def z(self) -> float:
-        return float(norm.ppf(0.5 + self.ci_prob / 2.0))
+        return NormalDist().inv_cdf(0.5 + self.ci_prob / 2.0)
 
     def _bias_se(self, kind: str, term: str) -> np.ndarray:
         _, se_theta = self._se(kind)

@@ -14,19 +14,20 @@ logit scale, a Gaussian hierarchical model for x = logit(p):
 
 u_ic repeats in every run of (i, c); leaving it out would treat ten runs of one item as
 ten independent items and make the intervals far too narrow whenever the judge reacts
-idiosyncratically to a condition. It is integrated out — by 20-point Gauss–Hermite
-quadrature for labels (the integrand is a smooth product of logistic terms) and exactly
-for the Gaussian model — so NUTS only sees I + C + M + 3 parameters. With one run per
-(item, condition) u is not identified and is left out (``interaction="auto"``).
+idiosyncratically to a condition. For labels it is sampled (non-centred, I·C standard
+normals; fixed-node Gauss–Hermite quadrature was tried and is not accurate enough for
+ten runs per cell); for the Gaussian model it is integrated out exactly. With one run
+per (item, condition) u is not identified and is left out (``interaction="auto"``).
 
 The data enter as sufficient statistics: label counts (I, C, M), or per (i, c) the run
 count, mean and within-(i, c) sum of squares of x. ``fit_bayes`` runs NumPyro's MCMC with
-``chain_method="vectorized"``; :func:`nuts_draws` is a pure function (functional NUTS)
-that the calibration study vmaps over simulated audits in one compiled call.
+``chain_method="vectorized"``. The models also take a leading batch of A independent
+audits (a plate): the calibration study samples all of them in one MCMC run.
 """
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 from functools import partial
 
@@ -38,19 +39,14 @@ import numpyro.distributions as dist
 import pandas as pd
 from numpyro.distributions import constraints
 from numpyro.infer import MCMC, NUTS
-from numpyro.infer.hmc import hmc
-from numpyro.infer.util import initialize_model, potential_energy
 
 from .. import _x64  # noqa: F401
 from ..validate import OscarInputError, check_ci_prob, check_positive_int
 from .data import AuditData
 
-__all__ = ["BayesPrior", "BayesResult", "fit_bayes", "logit_model", "nuts_draws", "ordinal_log_probs",
+__all__ = ["BayesPrior", "BayesResult", "fit_bayes", "logit_model", "model_for", "ordinal_log_probs",
            "ordinal_model", "sufficient_stats", "summarize_draws"]
 
-N_GH = 20
-_GH_X, _GH_W = np.polynomial.hermite_e.hermegauss(N_GH)
-_GH_LOGW = np.log(_GH_W / _GH_W.sum())
 PROB_EPS = 1e-4  # probabilities are moved into [eps, 1 − eps] before the logit (counted)
 
 
@@ -88,54 +84,71 @@ def ordinal_log_probs(eta, cut):
     return jnp.concatenate([first, mid, last], axis=-1)
 
 
-def _ordinal_loglik(eta, cut, counts, sigma_inter):
-    """Σ_ic log ∫ Π_j P_j(η_ic + u)^{n_icj} N(u; 0, σ_inter²) du (Gauss–Hermite)."""
-    if sigma_inter is None:
-        return jnp.sum(counts * ordinal_log_probs(eta, cut))
-    e = eta[..., None] + sigma_inter * jnp.asarray(_GH_X)        # (I, C, Q)
-    lp = ordinal_log_probs(e, cut)                               # (I, C, Q, M)
-    per_node = jnp.einsum("icqm,icm->icq", lp, counts)
-    return jnp.sum(jax.nn.logsumexp(per_node + jnp.asarray(_GH_LOGW), axis=-1))
-
-
 def _insert_ref(free, ref: int):
     return jnp.concatenate([free[..., :ref], jnp.zeros(free.shape[:-1] + (1,)), free[..., ref:]], axis=-1)
 
 
+def _plate(batch: tuple):
+    # Leading batch dims = independent audits (the calibration study); the joint posterior
+    # is the product of the audits' posteriors, so each audit's marginal is its own posterior.
+    if not batch:
+        return contextlib.nullcontext()
+    if len(batch) != 1:
+        raise ValueError(f"at most one batch dimension of audits, got {batch}")
+    return numpyro.plate("audits", batch[0], dim=-1)
+
+
 def ordinal_model(counts, *, ref: int, interaction: bool, prior: BayesPrior = BayesPrior()):
-    """NumPyro cumulative-logit model; ``counts`` (I, C, M) label counts (code order)."""
-    n_items, n_cond, m = counts.shape
-    cut = numpyro.sample("cutpoints", dist.ImproperUniform(constraints.ordered_vector, (), event_shape=(m - 1,)))
-    numpyro.factor("cutpoints_prior", jnp.sum(dist.Normal(0.0, prior.cut_sd).log_prob(cut)))
-    sigma_item = numpyro.sample("sigma_item", dist.HalfNormal(prior.item_sd))
-    delta_free = numpyro.sample("delta_free", dist.Normal(0.0, prior.effect_sd).expand([n_cond - 1]).to_event(1))
-    alpha = numpyro.sample("alpha", dist.Normal(0.0, sigma_item).expand([n_items]).to_event(1))
-    sigma_inter = numpyro.sample("sigma_inter", dist.HalfNormal(prior.inter_sd)) if interaction else None
-    eta = alpha[:, None] + _insert_ref(delta_free, ref)[None, :]
-    numpyro.factor("loglik", _ordinal_loglik(eta, cut, counts, sigma_inter))
+    """NumPyro cumulative-logit model.
+
+    ``counts`` (I, C, M) label counts in code order (0 = least favourable), or (A, I, C, M)
+    for A independent audits.
+    """
+    *batch, n_items, n_cond, m = counts.shape
+    batch = tuple(batch)
+    with _plate(batch):
+        cut = numpyro.sample("cutpoints", dist.ImproperUniform(constraints.ordered_vector, (), event_shape=(m - 1,)))
+        numpyro.factor("cutpoints_prior", jnp.sum(dist.Normal(0.0, prior.cut_sd).log_prob(cut), axis=-1))
+        sigma_item = numpyro.sample("sigma_item", dist.HalfNormal(prior.item_sd))
+        delta_free = numpyro.sample("delta_free", dist.Normal(0.0, prior.effect_sd).expand([n_cond - 1]).to_event(1))
+        alpha = numpyro.sample("alpha", dist.Normal(jnp.zeros(batch + (n_items,)), sigma_item[..., None]).to_event(1))
+        eta = alpha[..., :, None] + _insert_ref(delta_free, ref)[..., None, :]          # (…, I, C)
+        if interaction:
+            sigma_inter = numpyro.sample("sigma_inter", dist.HalfNormal(prior.inter_sd))
+            # Non-centred: a few runs per (item, condition) inform u_ic weakly, so sampling the
+            # standardized deviation avoids the funnel between u and σ_inter.
+            z_inter = numpyro.sample("z_inter", dist.Normal(0.0, 1.0).expand([n_items, n_cond]).to_event(2))
+            eta = eta + sigma_inter[..., None, None] * z_inter
+        lp = ordinal_log_probs(eta, cut[..., None, None, :])
+        numpyro.factor("loglik", jnp.sum(counts * lp, axis=(-3, -2, -1)))
 
 
 def logit_model(n, xbar, ss, *, ref: int, interaction: bool, prior: BayesPrior = BayesPrior()):
-    """NumPyro Gaussian model for logit(p); per (i, c) run count ``n``, mean ``xbar``, SS ``ss``."""
-    n_items, n_cond = n.shape
-    mu = numpyro.sample("mu", dist.Normal(0.0, prior.intercept_sd))
-    sigma_item = numpyro.sample("sigma_item", dist.HalfNormal(prior.item_sd))
-    sigma_noise = numpyro.sample("sigma_noise", dist.HalfNormal(prior.noise_sd))
-    delta_free = numpyro.sample("delta_free", dist.Normal(0.0, prior.effect_sd).expand([n_cond - 1]).to_event(1))
-    alpha = numpyro.sample("alpha", dist.Normal(0.0, sigma_item).expand([n_items]).to_event(1))
-    var_run = sigma_noise ** 2 / jnp.maximum(n, 1.0)
-    if interaction:
-        sigma_inter = numpyro.sample("sigma_inter", dist.HalfNormal(prior.inter_sd))
-        var_mean = sigma_inter ** 2 + var_run
-    else:
-        var_mean = var_run
-    mean = mu + alpha[:, None] + _insert_ref(delta_free, ref)[None, :]
-    obs = n > 0
-    # Exact marginal over u_ic: the run mean carries σ_inter² + σ_noise²/n, the within-(i, c)
-    # spread carries σ_noise² alone (n − 1 degrees of freedom).
-    ll_mean = dist.Normal(mean, jnp.sqrt(var_mean)).log_prob(xbar)
-    ll_within = -(n - 1.0) * jnp.log(sigma_noise) - ss / (2.0 * sigma_noise ** 2)
-    numpyro.factor("loglik", jnp.sum(jnp.where(obs, ll_mean + ll_within, 0.0)))
+    """NumPyro Gaussian model for logit(p); per (i, c) run count ``n``, mean ``xbar``, SS ``ss``.
+
+    Each argument is (I, C), or (A, I, C) for A independent audits.
+    """
+    *batch, n_items, n_cond = n.shape
+    batch = tuple(batch)
+    with _plate(batch):
+        mu = numpyro.sample("mu", dist.Normal(0.0, prior.intercept_sd))
+        sigma_item = numpyro.sample("sigma_item", dist.HalfNormal(prior.item_sd))
+        sigma_noise = numpyro.sample("sigma_noise", dist.HalfNormal(prior.noise_sd))
+        delta_free = numpyro.sample("delta_free", dist.Normal(0.0, prior.effect_sd).expand([n_cond - 1]).to_event(1))
+        alpha = numpyro.sample("alpha", dist.Normal(jnp.zeros(batch + (n_items,)), sigma_item[..., None]).to_event(1))
+        sn = sigma_noise[..., None, None]
+        var_run = sn ** 2 / jnp.maximum(n, 1.0)
+        if interaction:
+            sigma_inter = numpyro.sample("sigma_inter", dist.HalfNormal(prior.inter_sd))
+            var_mean = sigma_inter[..., None, None] ** 2 + var_run
+        else:
+            var_mean = var_run
+        mean = mu[..., None, None] + alpha[..., :, None] + _insert_ref(delta_free, ref)[..., None, :]
+        # Exact marginal over u_ic: the run mean carries σ_inter² + σ_noise²/n, the within-(i, c)
+        # spread carries σ_noise² alone (n − 1 degrees of freedom).
+        ll_mean = dist.Normal(mean, jnp.sqrt(var_mean)).log_prob(xbar)
+        ll_within = -(n - 1.0) * jnp.log(sn) - ss / (2.0 * sn ** 2)
+        numpyro.factor("loglik", jnp.sum(jnp.where(n > 0, ll_mean + ll_within, 0.0), axis=(-2, -1)))
 
 
 def sufficient_stats(values, mask, *, kind: str, n_labels: int, eps: float = PROB_EPS):
@@ -155,62 +168,8 @@ def sufficient_stats(values, mask, *, kind: str, n_labels: int, eps: float = PRO
     return n, xbar, ss
 
 
-def _model_for(kind: str):
+def model_for(kind: str):
     return ordinal_model if kind == "label" else logit_model
-
-
-# ---------------------------------------------------------------------------------------
-# Functional NUTS: pure, so a batch of audits vmaps in one compiled call
-# ---------------------------------------------------------------------------------------
-
-def _param_shapes(kind: str, model_args, ref: int, interaction: bool, prior: BayesPrior) -> dict:
-    info = initialize_model(jax.random.PRNGKey(0), partial(_model_for(kind), ref=ref, interaction=interaction,
-                                                          prior=prior), model_args=model_args)
-    return {k: tuple(np.shape(v)) for k, v in info.param_info.z.items()}
-
-
-def nuts_draws(key, model_args, *, kind: str, ref: int, interaction: bool, shapes: dict,
-               n_warmup: int, n_draws: int, n_chains: int, prior: BayesPrior = BayesPrior(),
-               target_accept: float = 0.8, max_tree_depth: int = 8):
-    """NUTS draws of δ (non-reference conditions) for one audit; pure and vmappable.
-
-    Parameters
-    ----------
-    key
-        PRNG key.
-    model_args
-        :func:`sufficient_stats` output for this audit.
-    shapes
-        Unconstrained site shapes (from a trace of the model; static).
-
-    Returns
-    -------
-    delta_free : (n_chains, n_draws, C−1)
-    diverging : (n_chains, n_draws) bool
-    """
-    model = partial(_model_for(kind), ref=ref, interaction=interaction, prior=prior)
-
-    def pe(z):
-        return potential_energy(model, model_args, {}, z)
-
-    def chain(k):
-        k_init, k_run = jax.random.split(k)
-        names = sorted(shapes)
-        ks = jax.random.split(k_init, len(names))
-        # init_to_uniform: U(−2, 2) in the unconstrained space, as NumPyro's default.
-        z0 = {n: jax.random.uniform(kk, shapes[n], minval=-2.0, maxval=2.0) for n, kk in zip(names, ks)}
-        init_kernel, sample_kernel = hmc(potential_fn=pe, algo="NUTS")
-        state = init_kernel(z0, n_warmup, target_accept_prob=target_accept, max_tree_depth=max_tree_depth,
-                            rng_key=k_run)
-
-        def step(s, _):
-            s = sample_kernel(s)
-            return s, (s.z["delta_free"], s.diverging)
-
-        _, (draws, div) = jax.lax.scan(step, state, None, length=n_warmup + n_draws)
-        return draws[n_warmup:], div[n_warmup:]
-
-    return jax.vmap(chain)(jax.random.split(key, n_chains))
 
 
 # ---------------------------------------------------------------------------------------
@@ -321,7 +280,7 @@ def fit_bayes(data: AuditData, reference: str, *, others=None, seed: int = 0, nu
         if np.any(seen == 0):
             notes.append(f"label(s) {[data.label_name(j) for j in np.flatnonzero(seen == 0)]} never occur; their "
                          "cutpoints are informed by the prior only")
-    model = partial(_model_for(data.kind), ref=ref, interaction=bool(interaction), prior=prior)
+    model = partial(model_for(data.kind), ref=ref, interaction=bool(interaction), prior=prior)
     mcmc = MCMC(NUTS(model, target_accept_prob=target_accept), num_warmup=num_warmup, num_samples=num_samples,
                 num_chains=num_chains, chain_method="vectorized", progress_bar=_enabled(progress_bar))
     mcmc.run(jax.random.PRNGKey(seed), *args, extra_fields=("diverging",))
@@ -331,10 +290,16 @@ def fit_bayes(data: AuditData, reference: str, *, others=None, seed: int = 0, nu
     pool = [c for c in range(len(names)) if c != ref] if others is None else \
         [data.condition_index(o) for o in others]
     focal = delta[..., pool].mean(-1, keepdims=True)
-    summ = summarize_draws(np.concatenate([delta, focal], axis=-1), ci_prob)
+    free = [c for c in range(len(names)) if c != ref]
+    # δ_ref ≡ 0 has no spread; leave it out of the diagnostics (its R̂ is 0/0).
+    summ = summarize_draws(np.concatenate([delta[..., free], focal], axis=-1), ci_prob)
     rows = names + ["others (mean)"]
-    table = pd.DataFrame({"condition": rows, **{k: v for k, v in summ.items()}})
-    table.loc[ref, ["estimate", "sd", "lo", "hi", "p_gt_0", "p", "r_hat", "ess"]] = np.nan
+    order = free + [len(names)]
+    table = pd.DataFrame({"condition": rows})
+    for k, v in summ.items():
+        col = np.full(len(rows), np.nan)
+        col[order] = v
+        table[k] = col
     div = np.asarray(mcmc.get_extra_fields(group_by_chain=True)["diverging"])
     hyper = {}
     for site in ("sigma_item", "sigma_inter", "sigma_noise", "mu", "cutpoints"):
@@ -342,10 +307,9 @@ def fit_bayes(data: AuditData, reference: str, *, others=None, seed: int = 0, nu
             v = np.asarray(samples[site]).reshape(num_chains * num_samples, -1)
             hyper[site] = {"mean": v.mean(0).tolist(), "lo": np.quantile(v, (1 - ci_prob) / 2, 0).tolist(),
                            "hi": np.quantile(v, 1 - (1 - ci_prob) / 2, 0).tolist()}
-    not_ref = np.arange(len(rows)) != ref
     diagnostics = {"divergences": int(div.sum()), "n_draws": int(num_chains * num_samples),
-                   "max_r_hat": float(np.nanmax(summ["r_hat"][not_ref])) if num_chains >= 2 else None,
-                   "min_ess": float(np.nanmin(summ["ess"][not_ref])) if num_chains >= 2 else None,
+                   "max_r_hat": float(np.nanmax(summ["r_hat"])) if num_chains >= 2 else None,
+                   "min_ess": float(np.nanmin(summ["ess"])) if num_chains >= 2 else None,
                    "num_warmup": num_warmup, "num_chains": num_chains}
     if diagnostics["divergences"]:
         notes.append(f"{diagnostics['divergences']} divergent transitions; consider more warm-up")

@@ -29,7 +29,7 @@ from ..model import local_index, local_loss
 from ..params import Layout
 from ..validate import OscarInputError
 
-__all__ = ["Priors", "ModelData", "oscar_model", "prompt_loss", "model_data", "prior_scales"]
+__all__ = ["Priors", "ModelData", "oscar_model", "prompt_loss", "prompt_prior", "model_data", "prior_scales"]
 
 _BLOCKS = ("u", "v", "pos", "len", "fam", "cov", "tau")
 
@@ -161,7 +161,7 @@ def prompt_loss(theta, shift, arrays: DesignArrays, pair_stats, layout: Layout):
     return jnp.sum(per_pair)
 
 
-def oscar_model(data: ModelData, *, layout: Layout, n_clusters: int | None = None, centred: bool = False):
+def oscar_model(data: ModelData, *, layout: Layout, n_clusters: int | None = None):
     """NumPyro model of OSCAR over the point fit's θ parametrization (Sections 3.2–3.4).
 
     Sites
@@ -169,8 +169,9 @@ def oscar_model(data: ModelData, *, layout: Layout, n_clusters: int | None = Non
     theta : (F,) the free coordinates of θ (u Helmert scores, v = log γ of the
         non-reference judges, per-judge bias blocks), Normal(0, prior_sd²).
     sigma_prompt : () σ_u ~ HalfNormal(sigma_scale), only with a prompt effect.
-    z_prompt : (G,) z_g ~ Normal(0, 1), only with a prompt effect (non-centred: the
-        effect is σ_u z_g, which keeps the geometry simple when prompts carry few records).
+    z_prompt : (G,) z_g, standard normal with the mean removed (:func:`prompt_prior`),
+        only with a prompt effect (non-centred: the effect is σ_u z_g, which keeps the
+        geometry simple when prompts carry few records).
     loglik : factor, −loss_value (plain) or −prompt_loss (prompt effect).
 
     ``n_clusters`` = G switches the prompt random effect on; ``data.stats`` must then
@@ -182,8 +183,16 @@ def oscar_model(data: ModelData, *, layout: Layout, n_clusters: int | None = Non
         numpyro.factor("loglik", -loss_value(theta, data.arrays, data.stats, layout))
         return
     sigma = numpyro.sample("sigma_prompt", dist.HalfNormal(data.sigma_scale))
-    if centred:
-        shift = numpyro.sample("u_prompt", dist.Normal(jnp.zeros(n_clusters), sigma).to_event(1))
-    else:
-        shift = sigma * numpyro.sample("z_prompt", dist.Normal(jnp.zeros(n_clusters), 1.0).to_event(1))
-    numpyro.factor("loglik", -prompt_loss(theta, shift, data.arrays, data.stats, layout))
+    z = numpyro.sample("z_prompt", prompt_prior(n_clusters))
+    numpyro.factor("loglik", -prompt_loss(theta, sigma * z, data.arrays, data.stats, layout))
+
+
+def prompt_prior(n_clusters: int):
+    """z ~ N(0, I − 11ᵀ/G): iid N(0, 1) effects with their mean removed (``ZeroSumNormal``).
+
+    A common shift of every z_g moves every η by γ_k σ_u z̄, exactly like the judges'
+    position terms β_pos,k, so the mean prompt effect is not identified apart from them
+    (and J, which has no position term, should not acquire one through it). Removing it
+    takes that flat direction out of the posterior; NUTS then samples G − 1 coordinates.
+    """
+    return dist.ZeroSumNormal(1.0, event_shape=(n_clusters,))

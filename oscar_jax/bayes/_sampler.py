@@ -15,6 +15,8 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+from numpyro.distributions import constraints
+from numpyro.distributions.transforms import biject_to
 from numpyro.infer.hmc import hmc
 from numpyro.infer.util import potential_energy
 
@@ -22,7 +24,7 @@ from .. import _x64  # noqa: F401
 from ..params import Layout
 from ..sandwich import targets
 from ..validate import OscarInputError, check_positive_int
-from ._model import ModelData, oscar_model
+from ._model import ModelData, oscar_model, prompt_prior
 
 __all__ = ["NutsSettings", "Draws", "sample_posterior", "sample_posterior_jit", "sample_many", "posterior_targets",
            "PosteriorTargets", "marginal_win_prob", "INIT_RADIUS", "GH_NODES"]
@@ -94,7 +96,8 @@ def _initial_values(key, n_free: int, n_clusters: int | None, chains: int):
     if n_clusters is not None:
         # log σ_u (the unconstrained value of a HalfNormal site)
         init["sigma_prompt"] = jax.random.uniform(k_sigma, (chains,), minval=-INIT_RADIUS, maxval=INIT_RADIUS)
-        init["z_prompt"] = jax.random.uniform(k_z, (chains, n_clusters), minval=-INIT_RADIUS, maxval=INIT_RADIUS)
+        # G − 1 unconstrained coordinates of the zero-sum prompt effects
+        init["z_prompt"] = jax.random.uniform(k_z, (chains, n_clusters - 1), minval=-INIT_RADIUS, maxval=INIT_RADIUS)
     return init
 
 
@@ -146,8 +149,8 @@ def sample_posterior(key, data: ModelData, *, layout: Layout, n_clusters: int | 
         sigma = jnp.zeros(div.shape)
         zp = jnp.zeros(div.shape + (0,))
     else:
-        sigma = jnp.exp(z["sigma_prompt"])  # HalfNormal support: σ = exp(unconstrained)
-        zp = z["z_prompt"]
+        sigma = biject_to(constraints.positive)(z["sigma_prompt"])
+        zp = biject_to(prompt_prior(n_clusters).support)(z["z_prompt"])
     return Draws(theta=z["theta"], sigma=sigma, z=zp, diverging=div, n_steps=steps, accept=acc,
                  energy=energy, potential=pe, step_size=step)
 

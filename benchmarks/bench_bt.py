@@ -1,0 +1,300 @@
+"""Benchmark: plain Bradley–Terry (no judges, no bias terms) against evalica, choix, statsmodels.
+
+Same records for every method: the shared Chatbot Arena judgments (ties scored ½, every
+judge's verdict one record; plain BT ignores who judged), each method given its own
+native input prepared before the clock starts. Timed, in one run:
+
+* oscar_jax ``fit(design, "bt")`` — what a user calls: two starts, B.3 checks, cluster
+  and model-based covariances (first call = compilation included, then compiled).
+* oscar_jax BT fast path — ``core.fit_core_jit`` on cells pooled over judges (BT has no
+  judge parameters, so records sharing (a, b) share η), zero start, B.3 checks, no
+  covariances; also timed from the canonical frame (design coding included).
+* evalica ``bradley_terry`` (Rust; public API from name lists, and its Rust core on
+  pre-indexed integers), choix ``ilsr_pairwise`` and ``opt_pairwise`` (ties as one win
+  each way, decisive records doubled — the same minimiser), statsmodels ``Logit`` with
+  the fractional outcome on Helmert-coded contrasts (Newton).
+
+Every method's estimate is scored on the same objective, Σ_t [log(1 + e^η_t) − Y_t η_t]
+with η = s_a − s_b (λ = 1e-8 ≈ 0 for oscar_jax and choix, none elsewhere), and compared
+with oscar_jax's (max |Δs| after centring). Writes ``benchmarks/results/bt.md``.
+
+Usage: python benchmarks/bench_bt.py [--repeats 30] [--quick] [--out FILE]
+"""
+
+from __future__ import annotations
+
+import os
+
+# Same reason as bench_bootstrap.py: OpenBLAS threads on tiny matrices cost more than
+# they save on a shared 2-core machine. Must precede numpy's import.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import argparse  # noqa: E402
+import platform  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+import warnings  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+
+import oscar_jax as oj  # noqa: E402
+from oscar_jax.core import fit_core_jit  # noqa: E402
+from oscar_jax.data import shared_data_dir  # noqa: E402
+from oscar_jax.params import helmert  # noqa: E402
+
+ARENA = "judge_results_10k_chatbot_arena.json"
+RIDGE = 1e-8  # λ → 0, so every method targets the same (unpenalized) maximum likelihood
+RESULTS = ROOT / "benchmarks" / "results"
+
+
+def machine() -> str:
+    return (f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, load average "
+            f"{os.getloadavg()[0]:.1f}; python {platform.python_version()}, jax {jax.__version__} "
+            f"({jax.default_backend()}, {jax.device_count()} device(s)); OPENBLAS_NUM_THREADS="
+            f"{os.environ.get('OPENBLAS_NUM_THREADS')}, XLA_FLAGS={os.environ.get('XLA_FLAGS', '') or 'default'}")
+
+
+def _times(fn, repeats: int):
+    """(result, median s, min s) over ``repeats`` calls; fn must block on its result."""
+    out, times = None, []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - t0)
+    return out, float(np.median(times)), float(np.min(times))
+
+
+def load_records(data_dir: Path, quick: bool):
+    """Canonical frame of the Arena records (or simulated ones when the file is absent)."""
+    path = data_dir / "xu2026" / ARENA
+    if path.exists():
+        frame, _ = oj.load_judgments(path)
+        source = f"shared Chatbot Arena judgments ({ARENA})"
+    else:
+        frame = oj.simulate_frame(seed=0, n_prompts=2000)
+        source = f"simulated records (Appendix G; {path} is absent)"
+    if quick:
+        frame = frame.iloc[:1000].reset_index(drop=True)
+        source += ", first 1,000 records (--quick)"
+    return frame, source
+
+
+def bt_objective(s, a, b, y):
+    """Σ [log(1 + e^η) − y η], η = s_a − s_b: the loss every method minimises here."""
+    eta = s[a] - s[b]
+    return float(np.sum(np.logaddexp(0.0, eta) - y * eta))
+
+
+def pooled_design(frame):
+    """BT ignores judges: code every record under one judge so cells are the (a, b) pairs."""
+    return oj.build_design(frame.assign(judge="all"))
+
+
+def run(frame, repeats: int, slow_repeats: int, include_choix_opt: bool = True):
+    names = sorted(set(frame.candidate_a) | set(frame.candidate_b))
+    index = {n: i for i, n in enumerate(names)}
+    a = frame.candidate_a.map(index).to_numpy()
+    b = frame.candidate_b.map(index).to_numpy()
+    y = frame.outcome.to_numpy(dtype=float)
+    rows = []
+
+    def centred(s):
+        s = np.asarray(s, float)
+        return s - s.mean()
+
+    def add(method, first_s, median_s, min_s, s, note=""):
+        rows.append({"method": method, "first_s": first_s, "median_ms": 1e3 * median_s, "min_ms": 1e3 * min_s,
+                     "objective": bt_objective(centred(s), a, b, y), "s": centred(s), "note": note})
+
+    # oscar_jax, user-facing fit (names → the design's candidate order)
+    design = oj.build_design(frame)
+    order = np.array([index[n] for n in design.candidates])
+
+    def user_fit():
+        return oj.fit(design, "bt", ridge=RIDGE)
+
+    t0 = time.perf_counter()
+    res = user_fit()
+    first = time.perf_counter() - t0
+    res, med, mn = _times(user_fit, repeats)
+    s = np.empty(len(names))
+    s[order] = res.scores
+    add("oscar_jax `fit(design, 'bt')` (2 starts, B.3 checks, both covariances)", first, med, mn, s,
+        f"B.3 {'pass' if res.checks()['all_ok'] else 'FAIL'}, {int(res.core.n_iter)} Newton iters, "
+        f"{design.n_cells} cells")
+
+    # oscar_jax BT fast path: one start on judge-pooled cells
+    pooled = pooled_design(frame)
+    spec = oj.parse_model("bt", RIDGE)
+    layout = pooled.layout(spec)
+    omega = jnp.ones(pooled.n_clusters)
+    zero = jnp.zeros((1, layout.n_theta))
+    kw = dict(layout=layout, n_clusters=pooled.n_clusters, ridge=RIDGE, v_bound=spec.v_bound, max_iter=100)
+    helm = helmert(pooled.n_cand)
+    porder = np.array([index[n] for n in pooled.candidates])
+
+    def fast():
+        return jax.block_until_ready(fit_core_jit(pooled.arrays, omega, zero, **kw))
+
+    t0 = time.perf_counter()
+    core = fast()
+    first = time.perf_counter() - t0
+    core, med, mn = _times(fast, repeats)
+    fast_ms = med
+    s = np.empty(len(names))
+    s[porder] = helm @ np.asarray(core.theta)
+    add("oscar_jax BT fast path: `core.fit_core_jit`, judge-pooled cells, 1 start", first, med, mn, s,
+        f"B.3 {'pass' if bool(core.ok) else 'FAIL'}, {int(core.n_iter)} Newton iters, {pooled.n_cells} cells")
+
+    def from_frame():
+        d = pooled_design(frame)
+        return jax.block_until_ready(fit_core_jit(d.arrays, jnp.ones(d.n_clusters), zero, **kw))
+
+    core2, med, mn = _times(from_frame, max(3, repeats // 3))
+    add("oscar_jax BT fast path from the canonical frame (design coding included)", float("nan"), med, mn, s,
+        "pandas coding of the records dominates")
+
+    # evalica: public API on name lists, and its Rust core on pre-indexed integers
+    try:
+        import evalica
+    except ImportError:
+        rows.append({"method": "evalica", "note": "not installed (pip install 'oscar_jax[bench]')"})
+    else:
+        win = {1.0: evalica.Winner.X, 0.0: evalica.Winner.Y, 0.5: evalica.Winner.Draw}
+        xs, ys = frame.candidate_a.tolist(), frame.candidate_b.tolist()
+        winners = [win[v] for v in y]
+
+        def ev():
+            return evalica.bradley_terry(xs, ys, winners, tie_weight=0.5)
+
+        t0 = time.perf_counter()
+        r = ev()
+        first = time.perf_counter() - t0
+        r, med, mn = _times(ev, repeats)
+        add(f"evalica {evalica.__version__ if hasattr(evalica, '__version__') else ''} `bradley_terry` "
+            "(names, Rust)", first, med, mn, np.log(r.scores.reindex(names).to_numpy(float)),
+            f"{r.iterations} iterations, tolerance 1e-6")
+        try:
+            from evalica import _brzo
+
+            xi, yi, idx = evalica.indexing(xs, ys, None)
+            weights = [1.0] * len(xi)
+            pos = np.array([index[n] for n in idx])
+
+            def ev_core():
+                return _brzo.bradley_terry(xs=xi, ys=yi, winners=winners, weights=weights, total=len(idx),
+                                           win_weight=1.0, tie_weight=0.5, tolerance=1e-6, limit=100)
+
+            (scores, _), med, mn = _times(ev_core, repeats)
+            s = np.empty(len(names))
+            s[pos] = np.log(np.asarray(scores, float))
+            add("evalica Rust core `_brzo.bradley_terry` on pre-indexed integers", float("nan"), med, mn, s,
+                "private API; indexing excluded")
+        except Exception as err:  # private API: may move between versions
+            rows.append({"method": "evalica Rust core", "note": f"not available ({type(err).__name__})"})
+
+    # choix: ties as one win each way, decisive records doubled (same minimiser)
+    try:
+        import choix
+    except ImportError:
+        rows.append({"method": "choix", "note": "not installed"})
+    else:
+        data = []
+        for i, j, v in zip(a, b, y):
+            data += [(i, j), (i, j)] if v == 1.0 else [(j, i), (j, i)] if v == 0.0 else [(i, j), (j, i)]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fn = lambda: choix.ilsr_pairwise(len(names), data, alpha=RIDGE)  # noqa: E731
+            s, med, mn = _times(fn, slow_repeats)
+            add("choix `ilsr_pairwise` (numpy)", float("nan"), med, mn, s, f"{len(data):,} (winner, loser) tuples")
+            if include_choix_opt:
+                fn = lambda: choix.opt_pairwise(len(names), data, alpha=RIDGE)  # noqa: E731
+                s, med, mn = _times(fn, 1)
+                add("choix `opt_pairwise` (scipy Newton-CG, Python loop over records)", float("nan"), med, mn, s,
+                    "one timing")
+
+    # statsmodels: fractional logit on Helmert contrasts
+    try:
+        import statsmodels.api as sm
+    except ImportError:
+        rows.append({"method": "statsmodels", "note": "not installed"})
+    else:
+        helm_all = helmert(len(names))
+        x = helm_all[a] - helm_all[b]
+        fn = lambda: sm.Logit(y, x).fit(method="newton", disp=0, tol=1e-10, maxiter=100)  # noqa: E731
+        r, med, mn = _times(fn, slow_repeats)
+        add("statsmodels `Logit(...).fit(method='newton')` (dense N × (C−1))", float("nan"), med, mn,
+            helm_all @ r.params, f"{r.mle_retvals['iterations']} iterations")
+
+    ref = rows[1]["s"]
+    for r in rows:
+        if "s" in r:
+            r["max_ds"] = float(np.max(np.abs(r["s"] - ref)))
+            r["ratio"] = r["median_ms"] / (1e3 * fast_ms) if r is not rows[1] else 1.0
+    return rows
+
+
+def markdown(rows, source: str, n_records: int, n_cand: int, repeats: int) -> str:
+    lines = [
+        "# bench_bt: plain Bradley–Terry against evalica, choix and statsmodels",
+        "",
+        f"Records: {source}; N = {n_records:,}, {n_cand} candidates, ties scored ½.",
+        f"Machine: {machine()}.",
+        f"Times: median (and min) of {repeats} calls after the first (median of fewer for the slow "
+        "alternatives); first call = compilation included for oscar_jax. `ratio` = method's median ÷ the "
+        "compiled oscar_jax fast path's median (> 1: slower than oscar_jax).",
+        "",
+        "| method | first call (s) | median (ms) | min (ms) | ratio | objective reached | max |Δs| vs fast path | "
+        "notes |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        if "s" not in r:
+            lines.append(f"| {r['method']} | – | – | – | – | – | – | {r['note']} |")
+            continue
+        first = "–" if not np.isfinite(r["first_s"]) else f"{r['first_s']:.2f}"
+        lines.append(f"| {r['method']} | {first} | {r['median_ms']:.2f} | {r['min_ms']:.2f} | {r['ratio']:.2f} | "
+                     f"{r['objective']:.6f} | {r['max_ds']:.1e} | {r['note']} |")
+    lines += ["", "Goal (issue 8): the compiled BT fit at least as fast as evalica (ratio of evalica ≥ 1)."]
+    return "\n".join(lines) + "\n"
+
+
+def summary(rows) -> dict:
+    """Numbers run_all.py reports: package fast path vs each alternative (median ms)."""
+    out = {}
+    for r in rows:
+        if "s" in r:
+            out[r["method"]] = {"median_ms": r["median_ms"], "first_s": r["first_s"], "objective": r["objective"],
+                                "max_ds": r["max_ds"], "note": r["note"]}
+        else:
+            out[r["method"]] = {"note": r["note"]}
+    return out
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data-dir", type=Path, default=shared_data_dir())
+    parser.add_argument("--repeats", type=int, default=30)
+    parser.add_argument("--quick", action="store_true", help="first 1,000 records, 3 repeats (smoke test)")
+    parser.add_argument("--out", type=Path, default=RESULTS / "bt.md")
+    args = parser.parse_args(argv)
+    frame, source = load_records(args.data_dir, args.quick)
+    repeats = 3 if args.quick else args.repeats
+    rows = run(frame, repeats, slow_repeats=1 if args.quick else 3)
+    n_cand = len(set(frame.candidate_a) | set(frame.candidate_b))
+    text = markdown(rows, source, len(frame), n_cand, repeats)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(text, encoding="utf-8")
+    print(text)
+    return {"rows": rows, "source": source, "n_records": len(frame), "summary": summary(rows)}
+
+
+if __name__ == "__main__":
+    main()
