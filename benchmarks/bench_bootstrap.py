@@ -71,7 +71,8 @@ T1_MODELS = ("j", "j+p", "j+l", "j+f", "bt+plf", "davidson+plf", "oscar")
 def machine() -> str:
     return (f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, load average "
             f"{os.getloadavg()[0]:.1f} at start; jax {jax.__version__} ({jax.default_backend()}), "
-            f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS')}")
+            f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS')}; "
+            f"oscar_jax from {Path(oj.__file__).parent}{' (' + os.environ['OSCAR_BENCH_CODE'] + ')' if os.environ.get('OSCAR_BENCH_CODE') else ''}")
 
 
 def write(name: str, lines: list[str]) -> Path:

@@ -97,6 +97,70 @@ def scipy_baseline(settings, restrict, methods, seed, per_cell, reps, jax_rep):
     return per_fit.reset_index(), wall, cpu
 
 
+def profile(out: Path, n: int = 10000, batch: int = 10) -> str:
+    """Where the time of one (setting, method) batch goes: generation, fit, sandwich, rest.
+
+    Each stage is its own jitted, vmapped program over the same ``batch`` replicates;
+    compile and steady-state times are separate (best of 3, after block_until_ready).
+    """
+    from functools import partial
+
+    import jax.numpy as jnp
+
+    from oscar_jax import sweep as sw
+    from oscar_jax.core import fit_core
+    from oscar_jax.params import Layout
+    from oscar_jax.sandwich import covariances
+    from oscar_jax.simulate import truth_of
+
+    g = n // TABLE_G1.n_judge
+    truth = truth_of(TABLE_G1)
+    omega = jnp.ones(g)
+    keys = replicate_keys(0, n, 0, batch)
+    rows = []
+
+    def stage(method, name, fn, *args):
+        c0, w0 = time.process_time(), time.perf_counter()
+        exe = jax.jit(fn).lower(*args).compile()
+        comp_cpu, comp_wall = time.process_time() - c0, time.perf_counter() - w0
+        out_ = jax.block_until_ready(exe(*args))
+        best_w = best_c = float("inf")
+        for _ in range(3):
+            c0, w0 = time.process_time(), time.perf_counter()
+            out_ = jax.block_until_ready(exe(*args))
+            best_w, best_c = min(best_w, time.perf_counter() - w0), min(best_c, time.process_time() - c0)
+        rows.append({"method": method, "stage": name, "compile_cpu_s": comp_cpu, "compile_wall_s": comp_wall,
+                     "ms_per_fit_wall": 1e3 * best_w / batch, "ms_per_fit_cpu": 1e3 * best_c / batch})
+        return out_
+
+    data = stage("–", "simulate (vmapped generator)",
+                 partial(sw._simulate_batch, n_prompts=g, n_prompts_pad=g, params=TABLE_G1), keys)
+    for method in ("j", "oscar"):
+        spec = parse_model(method)
+        lay = Layout(TABLE_G1.n_cand, TABLE_G1.n_judge, ref=0, n_cov=0, structure=spec.structure())
+        start = jnp.zeros((1, lay.n_theta))
+        fit = stage(spec.name, "fit_core (B.2 + solver + B.3 checks)",
+                    jax.vmap(lambda a: fit_core(a, omega, start, layout=lay, n_clusters=g)), data)
+        stage(spec.name, "sandwich.covariances (cluster + model)",
+              jax.vmap(lambda f, a: covariances(f.theta, f.mask, f.hess, f.info, a, omega, layout=lay,
+                                                n_clusters=g, ridge=0.05)), fit, data)
+        stage(spec.name, "whole evaluate (fit + covariances + delta SEs + metrics)",
+              partial(sw._evaluate_batch, layout=lay, n_clusters=g, max_iter=100), data, omega,
+              truth.s, truth.kappa, truth.q, jnp.float64(0.05), jnp.float64(15.0), jnp.float64(1e-10))
+    frame = pd.DataFrame(rows)
+    text = "\n".join([
+        f"# Simulation profile: N = {n}, batch of {batch} replicates",
+        "",
+        f"1-min load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores (shared).",
+        "",
+        markdown_table(frame, ["method", "stage", "compile_cpu_s", "compile_wall_s", "ms_per_fit_wall",
+                               "ms_per_fit_cpu"], ["", "", ".1f", ".1f", ".1f", ".1f"]),
+        "",
+    ])
+    (out / "simulation_profile.md").write_text(text, encoding="utf-8")
+    return text
+
+
 def markdown_table(frame, columns, formats):
     head = "| " + " | ".join(columns) + " |"
     sep = "|" + "---|" * len(columns)
@@ -119,8 +183,20 @@ def main(argv=None) -> int:
     parser.add_argument("--no-compile-ahead", action="store_true")
     parser.add_argument("--methods", default=",".join(DEFAULT_METHODS))
     parser.add_argument("--quick", action="store_true", help="tiny smoke run (N = 250, 500; 3 replicates)")
+    parser.add_argument("--profile", action="store_true",
+                        help="only time the stages of one batch (N = 10000) and write simulation_profile.md")
+    parser.add_argument("--compilation-cache", default=None, metavar="DIR",
+                        help="persistent XLA cache (a second run then skips compilation)")
     parser.add_argument("--out", default=str(RESULTS))
     args = parser.parse_args(argv)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    if args.compilation_cache:
+        jax.config.update("jax_compilation_cache_dir", args.compilation_cache)
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    if args.profile:
+        print(profile(out, n=500 if args.quick else 10000, batch=3 if args.quick else 10))
+        return 0
 
     ns, control_n, reps = (DEFAULT_NS, 2500, args.reps)
     if args.quick:
@@ -143,8 +219,6 @@ def main(argv=None) -> int:
     load1 = os.getloadavg()[0]
     base_rows, base_wall, base_cpu = scipy_baseline(settings, restrict, methods, args.seed, args.scipy_reps, reps, rep)
 
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
     res.table().to_csv(out / "simulation_summary.csv", index=False)
     rep.to_csv(out / "simulation_per_replicate.csv", index=False)
     tim.to_csv(out / "simulation_timings.csv", index=False)

@@ -12,7 +12,11 @@ from .diagnostics import attenuation, median_abs_log_discrepancy
 from .families import family_of
 from .fit import OscarFitWarning, fit
 from .leaderboard import arena_leaderboard, arena_text
+from .refit import CompareResult, FixedScoreRefit, attenuation_refit, compare, fixed_score_refit
+from .resample import (BatchFit, BootstrapResult, bootstrap, bootstrap_weights, fit_batch, prompt_folds,
+                       within_fold_weights)
 from .results import FitResult
+from .sweep import SweepResult, kendall_tau_b, sweep
 from .simulate import TABLE_G1, SimParams, simulate, simulate_design, simulate_frame
 from .spec import ModelSpec, parse_model
 from .validate import OscarInputError
@@ -20,6 +24,21 @@ from .validate import OscarInputError
 __version__ = "0.1.0"
 
 __all__ = [
+    "BatchFit",
+    "BootstrapResult",
+    "CompareResult",
+    "FixedScoreRefit",
+    "SweepResult",
+    "attenuation_refit",
+    "bootstrap",
+    "bootstrap_weights",
+    "compare",
+    "fit_batch",
+    "fixed_score_refit",
+    "kendall_tau_b",
+    "prompt_folds",
+    "sweep",
+    "within_fold_weights",
     "Design",
     "SimParams",
     "TABLE_G1",

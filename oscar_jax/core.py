@@ -47,6 +47,7 @@ class FitCore(NamedTuple):
     n_clusters: jax.Array     # clusters with positive weight (G)
     clusters_ok: jax.Array    # G > dim θ
     connected: jax.Array
+    point_ok: jax.Array       # all checks except G > dim θ (valid point estimate; bootstrap/sweep replicates)
     ok: jax.Array             # all checks passed
     hess: jax.Array           # (P, P) penalized observed Hessian, identity on fixed coordinates
     info: jax.Array           # (P, P) expected information R̂ᵀŴR̂ (unpenalized), zero on fixed
@@ -147,14 +148,15 @@ def fit_core(arrays: DesignArrays, omega, theta_starts, *, layout: Layout, n_clu
     stationary = grad_inf / jnp.maximum(weight, 1e-300) <= STATIONARITY_TOL
     identified = n_identified == n_free
     clusters_ok = g_eff > n_free
-    ok = stationary & identified & curvature & ~at_bound & clusters_ok & connected
+    point_ok = stationary & identified & curvature & ~at_bound & connected
+    ok = point_ok & clusters_ok
     return FitCore(
         theta=theta, mask=mask, objective=sol.objective, start_objectives=runs.objective,
         n_iter=sol.n_iter, converged=sol.converged, status=sol.status, weight=weight,
         grad_inf=grad_inf, stationary=stationary, n_free=n_free, n_identified=n_identified,
         identified=identified, min_eig=min_eig, max_eig=max_eig, curvature_ok=curvature,
         at_bound=at_bound, n_clusters=g_eff, clusters_ok=clusters_ok, connected=connected,
-        ok=ok, hess=sol.hess, info=info,
+        point_ok=point_ok, ok=ok, hess=sol.hess, info=info,
     )
 
 

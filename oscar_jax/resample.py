@@ -224,11 +224,12 @@ class BatchFit:
 
     @cached_property
     def valid(self) -> np.ndarray:
-        """(B,) True where every point-estimate check (``REPLICATE_CHECKS``) passed."""
-        ok = np.ones(self.n, bool)
-        for name in REPLICATE_CHECKS:
-            ok &= self.checks[name]
-        return ok
+        """(B,) True where every point-estimate check (``REPLICATE_CHECKS``) passed.
+
+        This is ``FitCore.point_ok``: the B.3 checks except G > dim θ, one definition
+        shared with the fit core.
+        """
+        return np.asarray(self.core.point_ok, bool)
 
     @property
     def n_failed(self) -> int:

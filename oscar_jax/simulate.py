@@ -124,7 +124,10 @@ def truth_of(params: SimParams) -> SimTruth:
     s, gamma = p["s"], p["gamma"]
     gbar = jnp.mean(gamma)
     q = jax.nn.sigmoid(gbar * (s[:, None] - s[None, :]))
-    return SimTruth(s=s, gamma=gamma, kappa=gamma * jnp.sqrt(jnp.mean(s ** 2)), q=q,
+    # κ* = γ* RMS(s*) with s* centred: fitted scores sum to zero, so a user-supplied s* with
+    # a non-zero mean is compared on the same footing (no change for Table G1).
+    centred = s - jnp.mean(s)
+    return SimTruth(s=s, gamma=gamma, kappa=gamma * jnp.sqrt(jnp.mean(centred ** 2)), q=q,
                     beta_pos=p["beta_pos"], beta_len=p["beta_len"], beta_fam=p["beta_fam"])
 
 

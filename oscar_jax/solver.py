@@ -100,7 +100,9 @@ def lm_minimize(vgh, value, theta0, lo, hi, masks, tols, *, max_iter: int = 100,
         first = ~jnp.isfinite(f)
         # Near the optimum both decreases are at rounding level and rho is noise: accept
         # any step that does not increase f beyond rounding, and let the gradient decide.
-        accept = jnp.isfinite(f_t) & (first | (rho > 1e-4) | ((pred <= tiny) & (actual >= -tiny)))
+        # pred < 0 marks a trial that stayed put because the damped Hessian was not
+        # positive definite: always a rejection, so that μ grows.
+        accept = jnp.isfinite(f_t) & (first | ((pred >= 0) & ((rho > 1e-4) | ((pred <= tiny) & (actual >= -tiny)))))
         theta = jnp.where(accept, trial, theta)
         f = jnp.where(accept, f_t, f)
         g = jnp.where(accept, g_t, g)

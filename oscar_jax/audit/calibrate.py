@@ -27,7 +27,7 @@ from numpyro.infer import MCMC, NUTS
 
 from .bayes import BayesPrior, model_for, summarize_draws, sufficient_stats
 from .inference import METRICS, frequentist_tests
-from .simulate import AuditSimParams, simulate_audit, true_rates
+from .simulate import AuditSimParams, sim_arrays, simulate_audit, simulate_from_arrays, true_rates
 
 __all__ = ["bayes_calibration", "calibration_study", "summarize_calibration", "true_contrasts"]
 
@@ -44,16 +44,22 @@ def true_contrasts(params: AuditSimParams, ref: int, others: tuple[int, ...]) ->
     return out
 
 
-@partial(jax.jit, static_argnames=("n_audits", "n_items", "n_reps", "params", "ref", "others", "n_boot",
+@partial(jax.jit, static_argnames=("n_audits", "n_items", "n_reps", "kind", "n_labels", "ref", "others", "n_boot",
                                    "alternative", "ci_prob", "batch_size"))
-def _study(key, *, n_audits, n_items, n_reps, params, ref, others, n_boot, alternative, ci_prob, batch_size):
+def _study(key, sim, *, n_audits, n_items, n_reps, kind, n_labels, ref, others, n_boot, alternative, ci_prob,
+           batch_size):
     def one(k):
         k_sim, k_boot = jax.random.split(k)
-        values, mask = simulate_audit(k_sim, n_items, n_reps, params)
-        return frequentist_tests(k_boot, values, mask, kind=params.kind, n_labels=params.n_labels, ref=ref,
-                                 others=others, n_boot=n_boot, alternative=alternative, ci_prob=ci_prob)
+        values, mask = simulate_from_arrays(k_sim, n_items, n_reps, kind, sim)
+        return frequentist_tests(k_boot, values, mask, kind=kind, n_labels=n_labels, ref=ref, others=others,
+                                 n_boot=n_boot, alternative=alternative, ci_prob=ci_prob)
 
     return jax.lax.map(one, jax.random.split(key, n_audits), batch_size=batch_size)
+
+
+def _divisor(n: int, at_most: int) -> int:
+    # lax.map traces a second, remainder version when the batch does not divide n.
+    return max(d for d in range(1, min(at_most, n) + 1) if n % d == 0)
 
 
 def calibration_study(seed: int, n_audits: int, n_items: int, n_reps: int, params: AuditSimParams, *,
@@ -67,9 +73,10 @@ def calibration_study(seed: int, n_audits: int, n_items: int, n_reps: int, param
     plus ``"truth"``: :func:`true_contrasts`.
     """
     others = tuple(c for c in range(params.n_conditions) if c != ref) if others is None else tuple(others)
-    out = _study(jax.random.PRNGKey(seed), n_audits=n_audits, n_items=n_items, n_reps=n_reps, params=params,
-                 ref=ref, others=others, n_boot=n_boot, alternative=alternative, ci_prob=ci_prob,
-                 batch_size=min(batch_size, n_audits))
+    # Values are traced: scenarios of one shape (sizes, kind) share one compilation.
+    out = _study(jax.random.PRNGKey(seed), sim_arrays(params), n_audits=n_audits, n_items=n_items, n_reps=n_reps,
+                 kind=params.kind, n_labels=params.n_labels, ref=ref, others=others, n_boot=n_boot,
+                 alternative=alternative, ci_prob=ci_prob, batch_size=_divisor(n_audits, batch_size))
     out = jax.tree_util.tree_map(np.asarray, out)
     out["truth"] = true_contrasts(params, ref, others)
     out["settings"] = {"n_audits": n_audits, "n_items": n_items, "n_reps": n_reps, "ref": ref, "others": others,
@@ -142,7 +149,7 @@ def bayes_calibration(seed: int, n_audits: int, n_items: int, n_reps: int, param
     mcmc.run(keys[0], *args, extra_fields=("diverging",))
     draws = np.asarray(mcmc.get_samples(group_by_chain=True)["delta_free"])   # (chains, draws, A, C−1)
     div = int(np.asarray(mcmc.get_extra_fields()["diverging"]).sum())
-    eff = np.asarray(params.effects, float)
+    eff = true_rates(params)["effects"]
     free = [c for c in range(params.n_conditions) if c != ref]
     rows = []
     for a in range(n_audits):

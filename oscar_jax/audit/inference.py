@@ -24,7 +24,8 @@ from .. import _x64  # noqa: F401
 from .measures import agreement, item_means, label_indicators, masked_mean, run_rates
 from .stats import clustered_mcnemar, item_bootstrap, sign_test, ttest_ind
 
-__all__ = ["METRICS", "metric_arrays", "frequentist_tests", "consistency_tests"]
+__all__ = ["METRICS", "consistency_tests", "consistency_tests_jit", "frequentist_tests", "frequentist_tests_jit",
+           "metric_arrays"]
 
 METRICS = {"label": ("bad_dr", "fair_dr"), "prob": ("mean_prel",)}
 BINARY = ("bad_dr", "fair_dr")
@@ -173,3 +174,10 @@ def consistency_tests(key, codes, mask, *, anchor: int, duplicate: int | None, n
                          {"estimate": tt.diff, "lo": tt.lo, "hi": tt.hi, "p": tt.p}.items()}
     out["bootstrap_items"] = {k: jnp.where(keep, boot[k], jnp.nan) for k in ("estimate", "lo", "hi", "p")}
     return out
+
+
+# Jitted at the API edge (``audit``); the calibration study jits its own vmapped batch.
+frequentist_tests_jit = jax.jit(frequentist_tests, static_argnames=(
+    "kind", "n_labels", "ref", "others", "n_boot", "alternative", "ci_prob", "equal_var"))
+consistency_tests_jit = jax.jit(consistency_tests, static_argnames=(
+    "anchor", "duplicate", "n_boot", "alternative", "ci_prob", "equal_var"))

@@ -6,10 +6,11 @@ Items i, conditions c, repetitions r. A latent favourability
 
 drives the output:
 
-* ``kind="label"``: ε ~ Logistic(0, 1) and the label code is the number of cutpoints
+* ``kind="label"``: ε ~ Logistic(0, s) and the label code is the number of cutpoints
   κ_0 < κ_1 < … below y* (0 = bad … M−1 = good), so given (α, u) the judgment follows
-  a cumulative-logit model and δ_c is the effect of condition c on the log-odds of a
-  more favourable label;
+  a cumulative-logit model and δ_c / s is the effect of condition c on the log-odds of
+  a more favourable label (s = ``noise_scale``; s = 1 by default, a small s is a judge
+  that rarely changes its label between runs);
 * ``kind="prob"``: ε ~ N(0, σ_noise²) and the output is pRel = σ(μ + y*), so δ_c is the
   effect on the logit of pRel.
 
@@ -52,10 +53,14 @@ class AuditSimParams:
     item_sd
         σ_item, spread of item difficulty (latent scale; the logistic noise has sd π/√3).
     interaction_sd
-        σ_inter, persistent item × condition deviations (0: none).
+        σ_inter, persistent item × condition deviations (0: none); a float, or one sd
+        per condition (a judge may react idiosyncratically to some brands only).
     cutpoints
         Increasing latent thresholds (M−1 of them). The default (−2.4, 0.5) with
         σ_item = 1.5 gives Bad DR ≈ 15% and Fair DR ≈ 58%, the paper's Table 1 range.
+    noise_scale
+        s, scale of the logistic run-to-run noise (``kind="label"``); the log-odds scale
+        of the ordinal model is in units of s.
     noise_sd
         σ_noise of run-to-run noise on the logit scale (``kind="prob"``).
     intercept
@@ -67,6 +72,7 @@ class AuditSimParams:
     item_sd: float = 1.5
     interaction_sd: float = 0.0
     cutpoints: tuple = (-2.4, 0.5)
+    noise_scale: float = 1.0
     noise_sd: float = 0.5
     intercept: float = 0.3
 
@@ -77,9 +83,18 @@ class AuditSimParams:
             raise ValueError("AuditSimParams.effects needs one entry per condition (at least two)")
         if np.any(np.diff(self.cutpoints) <= 0):
             raise ValueError(f"AuditSimParams.cutpoints must increase, got {self.cutpoints}")
+        if self.noise_scale <= 0:
+            raise ValueError("AuditSimParams.noise_scale must be > 0")
         for name in ("item_sd", "interaction_sd", "noise_sd"):
-            if getattr(self, name) < 0:
+            if np.any(np.asarray(getattr(self, name)) < 0):
                 raise ValueError(f"AuditSimParams.{name} must be ≥ 0")
+        if np.ndim(self.interaction_sd) and len(self.interaction_sd) != len(self.effects):
+            raise ValueError("AuditSimParams.interaction_sd needs one entry per condition (or one float)")
+
+    @property
+    def inter_sd(self) -> np.ndarray:
+        """(C,) interaction sd per condition."""
+        return np.broadcast_to(np.asarray(self.interaction_sd, float), (len(self.effects),))
 
     @property
     def n_conditions(self) -> int:
@@ -98,6 +113,35 @@ RETAILER_EXAMPLE = {
 }
 
 
+def sim_arrays(params: AuditSimParams) -> dict:
+    """The numeric parameters as arrays (traced in the calibration study, so scenarios
+    that differ only in values share one compilation)."""
+    return {"effects": jnp.asarray(params.effects, jnp.float64), "inter_sd": jnp.asarray(params.inter_sd),
+            "item_sd": jnp.asarray(params.item_sd, jnp.float64),
+            "cutpoints": jnp.asarray(params.cutpoints, jnp.float64),
+            "noise_sd": jnp.asarray(params.noise_sd, jnp.float64),
+            "noise_scale": jnp.asarray(params.noise_scale, jnp.float64),
+            "intercept": jnp.asarray(params.intercept, jnp.float64)}
+
+
+def simulate_from_arrays(key, n_items: int, n_reps: int, kind: str, p: dict):
+    """:func:`simulate_audit` with the numeric parameters given as arrays (see :func:`sim_arrays`)."""
+    k_item, k_int, k_eps = jax.random.split(key, 3)
+    n_c = p["effects"].shape[0]
+    alpha = p["item_sd"] * jax.random.normal(k_item, (n_items, 1, 1))
+    u = p["inter_sd"][None, :, None] * jax.random.normal(k_int, (n_items, n_c, 1))
+    delta = p["effects"][None, :, None]
+    shape = (n_items, n_c, n_reps)
+    if kind == "label":
+        eps = p["noise_scale"] * jax.random.logistic(k_eps, shape)
+        latent = alpha + delta + u + eps
+        values = jnp.sum(latent[..., None] > p["cutpoints"], axis=-1).astype(jnp.int32)
+    else:
+        eps = p["noise_sd"] * jax.random.normal(k_eps, shape)
+        values = jax.nn.sigmoid(p["intercept"] + alpha + delta + u + eps)
+    return values, jnp.ones(shape, bool)
+
+
 def simulate_audit(key, n_items: int, n_reps: int, params: AuditSimParams = AuditSimParams()):
     """One simulated audit.
 
@@ -108,21 +152,7 @@ def simulate_audit(key, n_items: int, n_reps: int, params: AuditSimParams = Audi
     mask : (I, C, R) bool
         All True (complete design).
     """
-    k_item, k_int, k_eps = jax.random.split(key, 3)
-    n_c = params.n_conditions
-    alpha = params.item_sd * jax.random.normal(k_item, (n_items, 1, 1))
-    u = params.interaction_sd * jax.random.normal(k_int, (n_items, n_c, 1))
-    delta = jnp.asarray(params.effects, jnp.float64)[None, :, None]
-    shape = (n_items, n_c, n_reps)
-    if params.kind == "label":
-        eps = jax.random.logistic(k_eps, shape)
-        latent = alpha + delta + u + eps
-        cuts = jnp.asarray(params.cutpoints, jnp.float64)
-        values = jnp.sum(latent[..., None] > cuts, axis=-1).astype(jnp.int32)
-    else:
-        eps = params.noise_sd * jax.random.normal(k_eps, shape)
-        values = jax.nn.sigmoid(params.intercept + alpha + delta + u + eps)
-    return values, jnp.ones(shape, bool)
+    return simulate_from_arrays(key, n_items, n_reps, params.kind, sim_arrays(params))
 
 
 simulate_audit_jit = jax.jit(simulate_audit, static_argnames=("n_items", "n_reps", "params"))
@@ -132,21 +162,22 @@ def true_rates(params: AuditSimParams, n_nodes: int = 101) -> dict[str, np.ndarr
     """Population (infinitely many items) measures per condition, by Gauss–Hermite.
 
     Returns ``bad_dr``, ``fair_dr`` (labels) or ``mean_prel`` (probabilities), each (C,),
-    and ``effects`` δ (C,).
+    and ``effects`` (C,): δ on the scale the Bayesian model estimates (δ / s for labels).
     """
     x, w = np.polynomial.hermite_e.hermegauss(n_nodes)
     w = w / w.sum()
     delta = np.asarray(params.effects, float)
     if params.kind == "label":
-        sd = np.hypot(params.item_sd, params.interaction_sd)
+        sd = np.hypot(params.item_sd, params.inter_sd)[:, None, None]
         cuts = np.asarray(params.cutpoints, float)
-        # P(y* ≤ κ_j) = E σ(κ_j − δ − Z), Z ~ N(0, σ_item² + σ_inter²)
-        cdf = (w[None, None, :] / (1.0 + np.exp(-(cuts[None, :, None] - delta[:, None, None] - sd * x)))).sum(-1)
-        out = {"bad_dr": cdf[:, 0], "effects": delta}
+        # P(y* ≤ κ_j) = E σ((κ_j − δ − Z)/s), Z ~ N(0, σ_item² + σ_inter²)
+        z = (cuts[None, :, None] - delta[:, None, None] - sd * x) / params.noise_scale
+        cdf = (w[None, None, :] / (1.0 + np.exp(-z))).sum(-1)
+        out = {"bad_dr": cdf[:, 0], "effects": delta / params.noise_scale}
         if len(cuts) >= 2:
             out["fair_dr"] = cdf[:, 1]
         return out
-    sd = float(np.sqrt(params.item_sd ** 2 + params.interaction_sd ** 2 + params.noise_sd ** 2))
+    sd = np.sqrt(params.item_sd ** 2 + params.inter_sd ** 2 + params.noise_sd ** 2)[:, None]
     prel = (w[None, :] / (1.0 + np.exp(-(params.intercept + delta[:, None] + sd * x)))).sum(-1)
     return {"mean_prel": prel, "effects": delta}
 

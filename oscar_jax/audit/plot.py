@@ -1,0 +1,82 @@
+"""Forest plot of audit effects with intervals (matplotlib, Agg backend, PNG)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["OKABE_ITO", "plot_effects"]
+
+# Okabe & Ito (2008) colour-blind-safe palette.
+OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
+_METHOD_LABEL = {"ttest_runs": "t-test across runs (paper)", "bootstrap_items": "paired item bootstrap",
+                 "bayes_ordinal": "Bayesian ordinal model", "bayes_logit": "Bayesian logit model"}
+_MARKERS = {"ttest_runs": "s", "bootstrap_items": "o", "bayes_ordinal": "D", "bayes_logit": "D"}
+
+
+def plot_effects(result, path, methods=("ttest_runs", "bootstrap_items", "bayes_ordinal", "bayes_logit")):
+    """One panel per metric; conditions on the y axis, one colour and marker per method.
+
+    Returns the written path.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only; never needs a display
+    import matplotlib.pyplot as plt
+
+    from .analysis import METRIC_LABEL
+
+    eff = result.effects_frame
+    eff = eff[eff["method"].isin(methods) & (np.isfinite(eff["lo"]) | np.isfinite(eff["hi"]))]
+    metrics = list(dict.fromkeys(eff["metric"]))
+    if not metrics:
+        metrics = ["none"]
+    fig, axes = plt.subplots(1, len(metrics), figsize=(4.2 * len(metrics) + 1.5, 0.45 * 8 + 1.6), squeeze=False)
+    colour = {m: OKABE_ITO[i % len(OKABE_ITO)] for i, m in enumerate(methods)}
+    for ax, metric in zip(axes[0], metrics):
+        block = eff[eff["metric"] == metric]
+        conds = list(dict.fromkeys(block["condition"]))
+        pct = metric in ("bad_dr", "fair_dr", "mean_prel", "consistency")
+        scale = 100.0 if pct else 1.0
+        present = [m for m in methods if m in set(block["method"])]
+        for j, method in enumerate(present):
+            rows = block[block["method"] == method]
+            y = np.array([conds.index(c) for c in rows["condition"]], float)
+            y = y + (j - (len(present) - 1) / 2) * 0.18
+            est = rows["estimate"].to_numpy(float) * scale
+            lo = rows["lo"].to_numpy(float) * scale
+            hi = rows["hi"].to_numpy(float) * scale
+            # One-sided intervals are drawn to the data edge, not to infinity.
+            span = np.nanmax(np.abs(np.concatenate([est, lo[np.isfinite(lo)], hi[np.isfinite(hi)]]))) or 1.0
+            lo = np.where(np.isfinite(lo), lo, est - 2 * span)
+            hi = np.where(np.isfinite(hi), hi, est + 2 * span)
+            ax.errorbar(est, y, xerr=[est - lo, hi - est], fmt=_MARKERS.get(method, "o"), color=colour[method],
+                        capsize=2.5, lw=1.2, ms=5, label=_METHOD_LABEL.get(method, method))
+        ax.axvline(0.0, color="0.4", lw=0.8, ls="--")
+        ax.set_yticks(range(len(conds)))
+        ax.set_yticklabels(conds)
+        ax.invert_yaxis()
+        base = block["baseline"].iloc[0] if len(block) else result.reference
+        if pct:
+            ax.set_xlabel(f"{METRIC_LABEL.get(metric, metric)}: condition − {base} (percentage points)")
+        else:
+            ax.set_xlabel(f"effect δ vs {base} ({METRIC_LABEL.get(metric, metric)})")
+        ax.set_title(METRIC_LABEL.get(metric, metric))
+        ax.grid(axis="x", color="0.9")
+    axes[0][0].set_ylabel(result.data.attribute or "condition")
+    handles, labels = [], []
+    for ax in axes[0]:
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            if lab not in labels:
+                handles.append(h)
+                labels.append(lab)
+    if handles:
+        fig.legend(handles, labels, loc="lower center", ncol=len(labels), frameon=False)
+    fig.suptitle(f"Condition effects vs {result.reference} ({int(100 * result.ci_prob)}% intervals)")
+    fig.tight_layout(rect=(0, 0.08, 1, 0.95))
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
