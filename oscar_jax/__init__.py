@@ -23,7 +23,22 @@ from .validate import OscarInputError
 
 __version__ = "0.1.0"
 
+_LAZY = {"fit_bayes", "BayesResult", "BayesWarning", "Priors"}
+
+
+def __getattr__(name):
+    # The Bayesian variant pulls in NumPyro and ArviZ; load them only when asked for.
+    if name in _LAZY:
+        from . import bayes
+
+        return getattr(bayes, name)
+    raise AttributeError(f"module 'oscar_jax' has no attribute {name!r}")
+
 __all__ = [
+    "BayesResult",
+    "BayesWarning",
+    "Priors",
+    "fit_bayes",
     "BatchFit",
     "BootstrapResult",
     "CompareResult",

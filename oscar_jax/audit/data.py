@@ -212,6 +212,11 @@ def parse_labels(labels) -> tuple[str, ...]:
     return out
 
 
+def _py(value):
+    """A numpy scalar as the plain Python value, so messages read 1.7, not np.float64(1.7)."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
 def _column(frame: pd.DataFrame, name: str, what: str) -> pd.Series:
     col = frame[name]
     missing = col.isna() | (col.astype(str).str.strip() == "")
@@ -360,7 +365,7 @@ def load_audit(source, *, attribute: str | None = None, labels=DEFAULT_LABELS, o
             pos = int(np.flatnonzero(unknown)[0])
             values_seen = sorted(set(raw[label_col][unknown].astype(str).tolist()))[:10]
             raise OscarInputError(
-                f"column {label_col!r} row {int(row_id[pos])}: unknown label {raw[label_col].iloc[pos]!r} "
+                f"column {label_col!r} row {int(row_id[pos])}: unknown label {_py(raw[label_col].iloc[pos])!r} "
                 f"({int(unknown.sum())} rows; values {values_seen}); expected one of {list(labels)} — "
                 "pass the ordered label set, most favourable first (CLI: --labels good,fair,bad)")
         vals = codes.to_numpy(dtype=np.int64)
@@ -371,7 +376,7 @@ def load_audit(source, *, attribute: str | None = None, labels=DEFAULT_LABELS, o
         if bad.any():
             pos = int(np.flatnonzero(bad)[0])
             hint = " (percentages? divide by 100)" if np.nanmax(np.where(np.isfinite(nums), nums, 0)) > 1 else ""
-            raise OscarInputError(f"column {prob_col!r} row {int(row_id[pos])}: {raw[prob_col].iloc[pos]!r} is not "
+            raise OscarInputError(f"column {prob_col!r} row {int(row_id[pos])}: {_py(raw[prob_col].iloc[pos])!r} is not "
                                   f"a probability in [0, 1] ({int(bad.sum())} such rows){hint}")
         vals = nums
 
