@@ -26,6 +26,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # as in bench_bootstrap.py (
 
 import argparse  # noqa: E402
 import json  # noqa: E402
+import math  # noqa: E402
 import platform  # noqa: E402
 import resource  # noqa: E402
 import subprocess  # noqa: E402
@@ -193,7 +194,7 @@ def run_job(job: dict, timeout: float) -> dict:
 
 # ----------------------------------------------------------------------------- report
 def _fmt(x, spec, missing="–"):
-    if x is None or (isinstance(x, float) and x != x):
+    if x is None or (isinstance(x, float) and math.isnan(x)):
         return missing
     return format(x, spec)
 
@@ -346,7 +347,8 @@ def main(argv=None):
         t0 = time.perf_counter()
         res = run_job({**common, "kind": "oscar", "repeats": reps}, args.timeout)
         rows.append(res)
-        msg = res.get("error") or f"fit {res['fit_s']:.3f} s, compile {res['compile_s']:.1f} s, peak {res['peak_mb']:.0f} MB"
+        msg = res.get("error") or (f"fit {res['fit_s']:.3f} s, compile {res['compile_s']:.1f} s, "
+                                   f"peak {res['peak_mb']:.0f} MB")
         print(f"[scaling] oscar C={c} N={n:,}: {msg} ({time.perf_counter() - t0:.0f} s)", flush=True)
         if n <= args.scipy_max:
             res = run_job({**common, "kind": "scipy"}, args.timeout)

@@ -16,7 +16,7 @@ bt          bench_bt                       plain BT: compiled fast path vs evali
 fit         bench_fit                      one OSCAR / J+P fit per dataset vs scipy L-BFGS-B
 bootstrap   bench_bootstrap ``speed``      500-replicate vmapped bootstrap vs loops
 simulation  bench_simulation               Section 7 sweep vs a scipy loop (extrapolated)
-bayes       bench_bayes                    wall time of its ``main`` (its own table)
+bayes       bench_bayes                    NUTS next to the point fit (its own table)
 scaling     bench_scaling                  10³ … 10⁶ records, up to 500 candidates vs scipy
 =========== ============================== =================================================
 
@@ -46,6 +46,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import argparse  # noqa: E402
 import importlib  # noqa: E402
+import math  # noqa: E402
 import platform  # noqa: E402
 import re  # noqa: E402
 import sys  # noqa: E402
@@ -178,7 +179,7 @@ def collect_bt(result, out: Outcome, quick: bool):
         if "median_ms" not in r:
             out.rows.append(Row("bt", fast_name, pkg_s, name, None, r["note"]))
             continue
-        first = "" if r["first_s"] != r["first_s"] else f"; first call {r['first_s']:.2f} s"
+        first = "" if math.isnan(r["first_s"]) else f"; first call {r['first_s']:.2f} s"
         out.rows.append(Row("bt", fast_name + f" (first call {fast['first_s']:.1f} s)", pkg_s, name,
                             r["median_ms"] / 1e3, f"objective {r['objective']:.6f} (ours {fast['objective']:.6f}), "
                             f"max |Δs| {r['max_ds']:.0e}{first}"))
@@ -203,8 +204,8 @@ def collect_scaling(result, out: Outcome, quick: bool):
                             f"(with compilation {r['compile_s'] + r['first_run_s']:.1f} s)", r["fit_s"],
                             "scipy L-BFGS-B" if b else "scipy not run at this size", b["fit_s"] if b else None,
                             f"{r['n_iter']} iters; B.3 {'pass' if r['ok'] else 'FAIL'}; peak RSS "
-                            f"{r['peak_mb']:.0f} MB" + (f"; scipy objective − ours {b['objective'] - r['objective']:.1e}"
-                                                       if b else "")))
+                            f"{r['peak_mb']:.0f} MB"
+                            + (f"; scipy objective − ours {b['objective'] - r['objective']:.1e}" if b else "")))
     for r in rows:
         if "error" in r:
             out.rows.append(Row("scaling", f"{r['kind']} C={r['n_cand']} N={r['n_records']:,}", None,
@@ -218,6 +219,21 @@ def collect_scaling(result, out: Outcome, quick: bool):
                           r["fit_s"] < 30))
     elif quick:
         out.goals.append(("10⁶-record OSCAR fit", "< 30 s", "not run (--quick)", None))
+
+
+def collect_bayes(text: str, out: Outcome, quick: bool):
+    """bench_bayes's table: the point fit and NUTS, steady state (compiled)."""
+    rows = re.findall(r"^\| ([^|]+?) \| ([\d.]+) \| ([\d.]+) \| ([^|]*)\| ([^|]*)\| ([^|]*)\| ([^|]*)\|", text, re.M)
+    point = next((r for r in rows if r[0].startswith("point fit")), None)
+    if point is None:
+        raise ValueError("could not find the point-fit row in bayes_bench.md")
+    for r in rows:
+        if r is point:
+            continue
+        out.rows.append(Row("bayes", f"{r[0]} (NUTS; first call {float(r[1]):.0f} s)", float(r[2]),
+                            "oscar_jax point fit + sandwich (reference, not an alternative)", float(point[2]),
+                            f"min bulk ESS {r[3].strip()}, ESS/s {r[4].strip()}, max R-hat {r[5].strip()}, "
+                            f"divergences {r[6].strip()}"))
 
 
 def collect_generic(result, out: Outcome, quick: bool):
@@ -252,7 +268,9 @@ TASKS = (
     Task("simulation", "benchmarks.bench_simulation",
          lambda q, d: (["--quick"] if q else []) + ["--out", str(d)], collect_simulation,
          lambda q, d: d / "simulation.md"),
-    Task("bayes", "benchmarks.bench_bayes", lambda q, d: ["--quick"] if q else [], collect_generic),
+    # bench_bayes has no output option: its full run writes results/bayes_bench.md, the quick one prints only.
+    Task("bayes", "benchmarks.bench_bayes", lambda q, d: ["--quick"] if q else [], collect_bayes,
+         lambda q, d: None if q else RESULTS / "bayes_bench.md"),
     Task("scaling", "benchmarks.bench_scaling",
          lambda q, d: (["--quick"] if q else []) + ["--out-dir", str(d)], collect_scaling),
 )
@@ -290,10 +308,12 @@ def run_task(task: Task, quick: bool, out_dir: Path) -> Outcome:
         return out
     out.wall_s = time.perf_counter() - t0
     try:
-        if task.result_file is not None:
-            path = task.result_file(quick, out_dir)
+        path = task.result_file(quick, out_dir) if task.result_file is not None else None
+        if path is not None:
             out.files.append(path)
             task.collect(path.read_text(encoding="utf-8"), out, quick)
+        elif task.result_file is not None:  # this mode writes no table: report the wall time
+            collect_generic(result, out, quick)
         else:
             task.collect(result, out, quick)
     except Exception as err:
@@ -341,7 +361,7 @@ def environment(load_start: float) -> list[str]:
         usable = cores
     threads = ", ".join(f"{v}={os.environ.get(v, '') or 'unset'}" for v in THREAD_VARS)
     return [
-        f"* Packages: " + ", ".join(f"{p} {_version(p)}" for p in PACKAGES) + f"; python {platform.python_version()}",
+        "* Packages: " + ", ".join(f"{p} {_version(p)}" for p in PACKAGES) + f"; python {platform.python_version()}",
         f"* CPU: {_cpu_model()}, {cores} logical cores ({usable} usable), {platform.system()} {platform.release()}",
         f"* JAX: backend {jax.default_backend()}, devices {[str(d) for d in jax.devices()]}, x64 "
         f"{jax.config.jax_enable_x64}",
@@ -400,7 +420,7 @@ def main(argv=None):
                         help="comma-separated subset of: " + ", ".join(t.name for t in TASKS))
     parser.add_argument("--quick", action="store_true", help="tiny settings; outputs in --out-dir (temp by default)")
     parser.add_argument("--out-dir", type=Path, default=None,
-                        help="where the benchmarks write their own tables (default results/; with --quick a temp folder)")
+                        help="where the benchmarks write their own tables (default results/; --quick: a temp folder)")
     parser.add_argument("--out", type=Path, default=None, help="RESULTS.md path (default results/RESULTS.md; "
                         "with --quick: inside --out-dir)")
     args = parser.parse_args(argv)

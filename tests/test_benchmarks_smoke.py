@@ -64,7 +64,18 @@ def test_collectors_parse_the_other_benchmarks_tables():
         "| oscar_jax sweep, whole study (incl. compilation 30 s) | 45.2 | 0.3 |",
         "| scipy L-BFGS-B loop, extrapolated from 2 fits per (N, method), fit only | 90.5 | 0.13 |",
     ])
-    for text in (sim, sim.replace("(incl. compilation 30 s) | 45.2 |", "(compilation 30 s wall of it) | 45.2 | 20.1 |")):
+    newer = sim.replace("(incl. compilation 30 s) | 45.2 |", "(compilation 30 s wall of it) | 45.2 | 20.1 |")
+    for text in (sim, newer):
         out = run_all.Outcome("simulation", "ok")
         run_all.collect_simulation(text, out, True)
         assert out.rows[0].package_s == 45.2 and out.rows[0].alternative_s == 90.5
+
+    bayes = "\n".join([
+        "| estimator | first call (s) | steady (s) | min bulk ESS | ESS/s (steady) | max R-hat | divergences |",
+        "|---|---|---|---|---|---|---|",
+        "| point fit (damped Newton + sandwich) | 20.10 | 0.045 | – | – | – | – |",
+        "| Bayesian OSCAR | 95.3 | 40.2 | 812 | 20.2 | 1.0040 | 0 |",
+    ])
+    out = run_all.Outcome("bayes", "ok")
+    run_all.collect_bayes(bayes, out, False)
+    assert out.rows[0].package_s == 40.2 and out.rows[0].alternative_s == 0.045
