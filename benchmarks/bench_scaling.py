@@ -267,15 +267,16 @@ def plot(rows, path: Path, base_c: int, sweep_records: int) -> Path | None:
     for col, (xkey, label, sel) in enumerate((
             ("n_records", "records N", lambda r: r["n_cand"] == base_c),
             ("n_cand", "candidates C", lambda r: r["n_records"] == sweep_records))):
-        for kind, style, name in (("oscar", "o-", "oscar_jax (compiled)"), ("scipy", "s--", "scipy L-BFGS-B")):
-            pts = sorted((r[xkey], r) for r in ok if r["kind"] == kind and sel(r))
+        for kind, style, color, name in (("oscar", "o-", "C0", "oscar_jax (compiled)"),
+                                         ("scipy", "s--", "C2", "scipy L-BFGS-B")):
+            pts = sorted(((r[xkey], r) for r in ok if r["kind"] == kind and sel(r)), key=lambda p: p[0])
             if not pts:
                 continue
             xs = [p[0] for p in pts]
-            axes[0, col].plot(xs, [p[1]["fit_s"] for p in pts], style, label=name)
-            axes[1, col].plot(xs, [p[1]["peak_mb"] for p in pts], style, label=name)
+            axes[0, col].plot(xs, [p[1]["fit_s"] for p in pts], style, color=color, label=name)
+            axes[1, col].plot(xs, [p[1]["peak_mb"] for p in pts], style, color=color, label=name)
             if kind == "oscar":
-                axes[0, col].plot(xs, [p[1]["compile_s"] + p[1]["first_run_s"] for p in pts], "o:",
+                axes[0, col].plot(xs, [p[1]["compile_s"] + p[1]["first_run_s"] for p in pts], "o:", color="C1",
                                   label="oscar_jax incl. compilation")
         for row in (0, 1):
             ax = axes[row, col]

@@ -15,12 +15,13 @@ import jax.numpy as jnp
 
 from . import _x64  # noqa: F401
 from .design import DesignArrays
-from .model import local_derivatives, local_expected_stats, local_index, local_loss, local_prob
+from .model import column_derivatives, local_expected_stats, local_index, local_loss, local_prob
 from .params import Layout
 
 __all__ = [
     "cell_probabilities",
     "cluster_scores",
+    "cluster_scores_phi",
     "column_mask",
     "components_connected",
     "expected_information",
@@ -29,16 +30,15 @@ __all__ = [
 ]
 
 
-def _local(theta, arrays: DesignArrays, layout: Layout):
+def _columns(theta, arrays: DesignArrays, layout: Layout):
+    """Local parameters as a column batch (n_local, C_): records on the minor axis."""
     phi = jnp.asarray(layout.jacobian) @ theta
-    return phi[local_index(layout, arrays.a, arrays.b, arrays.k)]
+    return phi[local_index(layout, arrays.a, arrays.b, arrays.k)].T
 
 
 def loss_value(theta, arrays: DesignArrays, stats, layout: Layout):
     """Unpenalized loss Σ_t ℓ_t(θ) at cell statistics ``stats`` (C_, 3)."""
-    ploc = _local(theta, arrays, layout)
-    per_cell = jax.vmap(lambda p, z, s: local_loss(p, z, s, layout))(ploc, arrays.z, stats)
-    return jnp.sum(per_cell)
+    return jnp.sum(local_loss(_columns(theta, arrays, layout), arrays.z.T, stats.T, layout))
 
 
 def judge_slot_index(layout: Layout):
@@ -58,17 +58,15 @@ def judge_slot_index(layout: Layout):
     return jnp.stack(cols, axis=1)
 
 
-def _assemble(ploc, arrays, stats, layout, with_hess=True):
+def _assemble(P, arrays, stats, layout, with_hess=True):
     """Sum per-cell local gradients/Hessians into φ space, then map to θ.
 
     Every record touches two candidate slots (s_a, s_b) and judge k's slots, so the
     local derivatives are first reduced by segment sums over a few small keys — a, b,
-    (a, k), (b, k), (a, b), k — as contiguous rows, and only the reduced blocks are
-    scattered into the φ-space matrix. A direct scatter of every record's n_local²
-    entries is the same sum but runs at scalar-scatter speed on CPU (several times
-    slower for N ≳ 10⁴).
+    (a, k), (b, k), (a, b), k — and only the reduced blocks are scattered into the
+    φ-space matrix. A direct scatter of every record's n_local² entries is the same sum
+    but runs at scalar-scatter speed on CPU (several times slower for N ≳ 10⁴).
     """
-    fn = lambda p, z, s: local_loss(p, z, s, layout)  # noqa: E731
     jac = jnp.asarray(layout.jacobian)
     n_phi, c, k_n = layout.n_phi, layout.n_cand, layout.n_judge
     a, b, k = arrays.a, arrays.b, arrays.k
@@ -76,28 +74,25 @@ def _assemble(ploc, arrays, stats, layout, with_hess=True):
     n_j = jidx.shape[1]
     seg = jax.ops.segment_sum
 
-    if with_hess:
-        vals, grads, hess = jax.vmap(lambda p, z, s: local_derivatives(p, z, s, layout))(ploc, arrays.z, stats)
-    else:
-        vals, grads = jax.vmap(jax.value_and_grad(fn))(ploc, arrays.z, stats)
+    vals, grads, hess = column_derivatives(P, arrays.z.T, stats.T, layout, with_hess=with_hess)
     g_phi = jnp.zeros(n_phi, grads.dtype)
-    g_phi = g_phi.at[:c].add(seg(grads[:, 0], a, num_segments=c) + seg(grads[:, 1], b, num_segments=c))
+    g_phi = g_phi.at[:c].add(seg(grads[0], a, num_segments=c) + seg(grads[1], b, num_segments=c))
     if n_j:
-        g_phi = g_phi.at[jidx].add(seg(grads[:, 2:], k, num_segments=k_n))
+        g_phi = g_phi.at[jidx].add(seg(grads[2:].T, k, num_segments=k_n))
     g = jac.T @ g_phi
     if not with_hess:
         return jnp.sum(vals), g, None
-    n = hess.shape[0]
-    cand = jnp.arange(c)
-    h_aa = seg(hess[:, 0, 0], a, num_segments=c)
-    h_bb = seg(hess[:, 1, 1], b, num_segments=c)
-    h_ab = seg(hess[:, 0, 1], a * c + b, num_segments=c * c).reshape(c, c)
+    n = P.shape[1]
+    h_aa = seg(hess[0, 0], a, num_segments=c)
+    h_bb = seg(hess[1, 1], b, num_segments=c)
+    h_ab = seg(hess[0, 1], a * c + b, num_segments=c * c).reshape(c, c)
     h_phi = jnp.zeros((n_phi, n_phi), hess.dtype)
     h_phi = h_phi.at[:c, :c].add(jnp.diag(h_aa + h_bb) + h_ab + h_ab.T)
     if n_j:
-        h_cj = (seg(hess[:, 0, 2:], a * k_n + k, num_segments=c * k_n)
-                + seg(hess[:, 1, 2:], b * k_n + k, num_segments=c * k_n)).reshape(c, k_n, n_j)
-        h_jj = seg(hess[:, 2:, 2:].reshape(n, n_j * n_j), k, num_segments=k_n).reshape(k_n, n_j, n_j)
+        h_cj = (seg(hess[0, 2:].T, a * k_n + k, num_segments=c * k_n)
+                + seg(hess[1, 2:].T, b * k_n + k, num_segments=c * k_n)).reshape(c, k_n, n_j)
+        h_jj = seg(hess[2:, 2:].reshape(n_j * n_j, n).T, k, num_segments=k_n).reshape(k_n, n_j, n_j)
+        cand = jnp.arange(c)
         rows = jnp.broadcast_to(cand[:, None, None], (c, k_n, n_j))
         cols = jnp.broadcast_to(jidx[None], (c, k_n, n_j))
         h_phi = h_phi.at[rows, cols].add(h_cj).at[cols, rows].add(h_cj)
@@ -107,20 +102,29 @@ def _assemble(ploc, arrays, stats, layout, with_hess=True):
 
 def value_grad_hess(theta, arrays: DesignArrays, stats, layout: Layout):
     """(L, ∇L, ∇²L) of the unpenalized loss in θ; the Hessian is exact (observed)."""
-    return _assemble(_local(theta, arrays, layout), arrays, stats, layout)
+    return _assemble(_columns(theta, arrays, layout), arrays, stats, layout)
 
 
 def expected_information(theta, arrays: DesignArrays, stats, layout: Layout):
     """Σ_t E[∇²ℓ_t] in θ: Σ w p(1−p) r rᵀ for fractional ties (= R̂ᵀŴR̂ of B.3)."""
-    ploc = _local(theta, arrays, layout)
-    expected = jax.vmap(lambda p, z, s: local_expected_stats(p, z, s, layout))(ploc, arrays.z, stats)
-    return _assemble(ploc, arrays, expected, layout)[2]
+    P = _columns(theta, arrays, layout)
+    expected = local_expected_stats(P, arrays.z.T, stats.T, layout).T
+    return _assemble(P, arrays, expected, layout)[2]
 
 
 def cell_probabilities(theta, arrays: DesignArrays, layout: Layout):
     """Tie-adjusted slot-A probability p̂ of every cell with the full η (held-out prediction)."""
-    ploc = _local(theta, arrays, layout)
-    return jax.vmap(lambda p, z: local_prob(p, z, layout))(ploc, arrays.z)
+    return local_prob(_columns(theta, arrays, layout), arrays.z.T, layout)
+
+
+def cluster_scores_phi(theta, arrays: DesignArrays, layout: Layout, n_clusters: int, omega=None):
+    """Ψ_g in the expanded space φ (G × dim φ); ``cluster_scores`` maps it to θ."""
+    jac = jnp.asarray(layout.jacobian)
+    phi = jac @ theta
+    idx = local_index(layout, arrays.a, arrays.b, arrays.k)[arrays.pair_cell]
+    stats = arrays.pair_stats if omega is None else arrays.pair_stats * omega[arrays.pair_g][:, None]
+    _, grads, _ = column_derivatives(phi[idx].T, arrays.z[arrays.pair_cell].T, stats.T, layout, with_hess=False)
+    return jnp.zeros((n_clusters, layout.n_phi), grads.dtype).at[arrays.pair_g[:, None], idx].add(grads.T)
 
 
 def cluster_scores(theta, arrays: DesignArrays, layout: Layout, n_clusters: int, omega=None):
@@ -129,14 +133,7 @@ def cluster_scores(theta, arrays: DesignArrays, layout: Layout, n_clusters: int,
     (The paper's Ψ_g is the negative of this; the sandwich uses outer products, so the
     sign does not matter.) ``omega`` (G,) reweights clusters (bootstrap, folds).
     """
-    jac = jnp.asarray(layout.jacobian)
-    phi = jac @ theta
-    idx = local_index(layout, arrays.a, arrays.b, arrays.k)[arrays.pair_cell]
-    stats = arrays.pair_stats if omega is None else arrays.pair_stats * omega[arrays.pair_g][:, None]
-    fn = lambda p, z, s: local_loss(p, z, s, layout)  # noqa: E731
-    grads = jax.vmap(jax.grad(fn))(phi[idx], arrays.z[arrays.pair_cell], stats)
-    psi_phi = jnp.zeros((n_clusters, layout.n_phi), grads.dtype).at[arrays.pair_g[:, None], idx].add(grads)
-    return psi_phi @ jac
+    return cluster_scores_phi(theta, arrays, layout, n_clusters, omega) @ jnp.asarray(layout.jacobian)
 
 
 def _bias_columns(arrays: DesignArrays, layout: Layout):

@@ -19,8 +19,7 @@ from .core import fit_core_jit
 from .data import load_judgments
 from .design import Design, build_design
 from .params import Layout
-from .results import FitResult
-from .sandwich import covariances
+from .results import FitResult, covariances_jit  # noqa: F401  (re-export)
 from .spec import ModelSpec, parse_model
 from .validate import OscarInputError, check_ci_prob, check_positive_int
 
@@ -33,7 +32,6 @@ class OscarFitWarning(UserWarning):
     """A fit finished but failed one of the Appendix B.3 checks."""
 
 
-covariances_jit = jax.jit(covariances, static_argnames=("layout", "n_clusters"))
 
 
 def as_design(data, *, schema=None, reference_judge=None, family_map=None, covariates=(),
@@ -112,16 +110,13 @@ def fit(data, model: str | ModelSpec = "oscar", *, reference_judge: str | None =
     core = fit_core_jit(design.arrays, omega, theta0, layout=layout, n_clusters=design.n_clusters,
                         ridge=eff.ridge, v_bound=eff.v_bound, max_iter=max_iter)
     core = jax.tree_util.tree_map(np.asarray, core)
-    if bool(core.curvature_ok):
-        cov = covariances_jit(jnp.asarray(core.theta), jnp.asarray(core.mask), jnp.asarray(core.hess),
-                              jnp.asarray(core.info), design.arrays, omega, layout=layout,
-                              n_clusters=design.n_clusters, ridge=eff.ridge)
-        cov = jax.tree_util.tree_map(np.asarray, cov)
-    else:
-        cov = None
+    if not bool(core.curvature_ok):
         notes.append("covariances not computed: the penalized Hessian failed the B.3 curvature check")
+    # Covariances are computed on first use (FitResult.cov): a caller who only needs the
+    # estimate (a refit loop, a benchmark against a point-estimate baseline) does not pay
+    # for the cluster sandwich.
     result = FitResult(design=design, spec=spec, effective_spec=eff, layout=layout, core=core,
-                       cov=cov, notes=tuple(design.notes) + tuple(notes), ci_prob=ci_prob)
+                       notes=tuple(design.notes) + tuple(notes), ci_prob=ci_prob)
     if warn:
         for message in result.failed_checks():
             warnings.warn(f"{eff.name} fit: {message}", OscarFitWarning, stacklevel=2)

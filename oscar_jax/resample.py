@@ -177,6 +177,11 @@ def batched_fit_core(arrays, omega, starts, *, layout: Layout, n_clusters: int, 
 batched_fit_core_jit = jax.jit(batched_fit_core, static_argnames=("layout", "n_clusters", "max_iter"))
 
 
+def _batched_core_masked(arrays, omega, starts, mask, **kw):
+    """Positional-mask twin of :func:`batched_fit_core`, for sharding (the mask is batched)."""
+    return batched_fit_core(arrays, omega, starts, mask=mask, **kw)
+
+
 @dataclass(frozen=True, eq=False)
 class BatchFit:
     """Fits of one model on B cluster-weight vectors of one design.
@@ -346,7 +351,7 @@ def _select_starts(core: FitCore, n_rep: int, n_starts: int) -> FitCore:
 
 def fit_batch(design: Design, model: str | ModelSpec, omega, *, starts=None, mask=None,
               chunk_size: int | None = None, max_iter: int = 100, seed: int = 0,
-              show_progress: bool | None = None, desc: str | None = None) -> BatchFit:
+              show_progress: bool | None = None, desc: str | None = None, devices=None) -> BatchFit:
     """Fit one model on every row of a (B, G) cluster-weight matrix, vmapped.
 
     Parameters
@@ -374,6 +379,10 @@ def fit_batch(design: Design, model: str | ModelSpec, omega, *, starts=None, mas
         compiles once per chunk size.
     show_progress
         Progress bar over chunks (default: only on a TTY; see :mod:`oscar_jax.progress`).
+    devices
+        Devices to shard the replicate axis over (default: all of ``jax.devices()``).
+        With more than one, each chunk is split over a 1-D mesh (``oscar_jax.sharding``);
+        the estimates are the same as on one device.
 
     Returns
     -------
@@ -404,14 +413,32 @@ def fit_batch(design: Design, model: str | ModelSpec, omega, *, starts=None, mas
     else:
         chunk = check_positive_int("chunk_size", chunk_size)
     kw = dict(layout=layout, n_clusters=design.n_clusters, ridge=eff.ridge, v_bound=eff.v_bound, max_iter=max_iter)
+    devs = list(jax.devices() if devices is None else devices)
+    if len(devs) > 1:
+        from .sharding import padded_size, replicate_mesh, replicate_sharded
+
+        mesh = replicate_mesh(devs)
+        chunk = padded_size(chunk, mesh)  # every device gets the same number of rows
+        if mask is None:
+            sharded = replicate_sharded(batched_fit_core, (None, 0, 0), mesh=mesh, **kw)
+
+            def run(om, st, mk):
+                return sharded(design.arrays, om, st)
+        else:
+            sharded = replicate_sharded(_batched_core_masked, (None, 0, 0, 0), mesh=mesh, **kw)
+
+            def run(om, st, mk):
+                return sharded(design.arrays, om, st, mk)
+    else:
+        def run(om, st, mk):
+            return batched_fit_core_jit(design.arrays, om, st, mask=mk, **kw)
     parts = []
     with progress(n_rows, desc or f"{eff.name} fits", enabled=show_progress) as bar:
         for lo in range(0, n_rows, chunk):
             rows = np.arange(lo, min(lo + chunk, n_rows))
             take = np.concatenate([rows, np.repeat(rows[:1], chunk - rows.size)])  # pad: one compiled shape
             mk = None if mask is None else jnp.asarray(mask[take])
-            out = batched_fit_core_jit(design.arrays, jnp.asarray(rows_omega[take]), jnp.asarray(rows_start[take]),
-                                       mask=mk, **kw)
+            out = run(jnp.asarray(rows_omega[take]), jnp.asarray(rows_start[take]), mk)
             parts.append([np.asarray(value)[: rows.size] for value in out])
             bar.update(rows.size)
     core = FitCore(*[np.concatenate(field_parts) for field_parts in zip(*parts)])

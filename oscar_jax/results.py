@@ -14,12 +14,14 @@ from statistics import NormalDist
 from .core import STATIONARITY_TOL, FitCore
 from .design import Design
 from .params import Layout, Params
-from .sandwich import Covariances, target_se, targets_jit
+from .sandwich import Covariances, covariances, target_se, targets_jit
 from .solver import STATUS
 from .spec import ModelSpec
 from .validate import check_choice
 
-__all__ = ["FitResult"]
+__all__ = ["FitResult", "covariances_jit"]
+
+covariances_jit = jax.jit(covariances, static_argnames=("layout", "n_clusters"))
 
 _CI_KINDS = ("sandwich", "model")
 
@@ -49,9 +51,20 @@ class FitResult:
     effective_spec: ModelSpec
     layout: Layout
     core: FitCore
-    cov: Covariances | None
     notes: tuple[str, ...]
     ci_prob: float = 0.95
+
+    @cached_property
+    def cov(self) -> Covariances | None:
+        """Cluster-robust and model-based covariance of θ̂ (None if the curvature check failed)."""
+        if not bool(self.core.curvature_ok):
+            return None
+        c = self.core
+        omega = jnp.ones(self.design.n_clusters)
+        cov = covariances_jit(jnp.asarray(c.theta), jnp.asarray(c.mask), jnp.asarray(c.hess), jnp.asarray(c.info),
+                              self.design.arrays, omega, layout=self.layout, n_clusters=self.design.n_clusters,
+                              ridge=self.effective_spec.ridge)
+        return jax.tree_util.tree_map(np.asarray, cov)
 
     # ---------------------------------------------------------------- estimates
     @property

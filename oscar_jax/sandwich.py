@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 
 from . import _x64  # noqa: F401
-from .derivatives import cluster_scores
+from .derivatives import cluster_scores_phi
 from .design import DesignArrays
 from .params import Layout
 
@@ -43,12 +43,16 @@ def covariances(theta, mask, hess, info, arrays: DesignArrays, omega, *, layout:
     the cluster weights the fit used: a cluster of weight ω counts as ω clusters.
     """
     outer = jnp.outer(mask, mask)
-    psi = cluster_scores(theta, arrays, layout, n_clusters) * mask  # unit-weight Ψ_g
+    jac = jnp.asarray(layout.jacobian)
+    # Ψ_g in the expanded space φ (unit weights); V = Jᵀ V_φ J. Forming V_φ first avoids
+    # the (G × dim φ) · (dim φ × dim θ) product, the largest cost when G ~ N.
+    psi = cluster_scores_phi(theta, arrays, layout, n_clusters)
     omega = jnp.asarray(omega, psi.dtype)
     g_eff = jnp.sum(omega)
     mean = (omega @ psi) / g_eff
     centred = psi - mean
-    v = (g_eff / (g_eff - 1.0)) * (centred.T * omega) @ centred
+    v_phi = (g_eff / (g_eff - 1.0)) * (centred.T * omega) @ centred
+    v = (jac.T @ v_phi @ jac) * outer
     a = _sym_solve(hess, v)
     cluster = _sym_solve(hess, a.T).T * outer
     cluster = 0.5 * (cluster + cluster.T)

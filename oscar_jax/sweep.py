@@ -296,10 +296,19 @@ def _build(prog: _Program):
         return _COMPILED[prog], 0.0
     t0 = time.perf_counter()
     keys = jax.ShapeDtypeStruct((prog.chunk, 2), jnp.uint32)
+    mesh = None
+    if jax.device_count() > 1:
+        # Several devices (GPUs, TPU cores, forced CPU devices): split the replicate axis
+        # over a 1-D mesh; each device runs the same per-replicate program (docs/scaling.md).
+        from .sharding import replicate_mesh, replicate_sharded
+
+        mesh = replicate_mesh()
     if prog.kind == "sim":
-        fn = jax.jit(_simulate_batch, static_argnames=("n_prompts", "n_prompts_pad", "params"))
-        exe = fn.lower(keys, n_prompts=prog.n_prompts, n_prompts_pad=prog.n_prompts_pad,
-                       params=prog.params).compile()
+        static = dict(n_prompts=prog.n_prompts, n_prompts_pad=prog.n_prompts_pad, params=prog.params)
+        if mesh is None:
+            exe = jax.jit(_simulate_batch, static_argnames=tuple(static)).lower(keys, **static).compile()
+        else:
+            exe = replicate_sharded(_simulate_batch, (0,), mesh=mesh, **static).lower(keys).compile()
     else:
         c, k = prog.sizes
         # Shapes of a padded batch; the values of c, ρ do not change them.
@@ -309,8 +318,11 @@ def _build(prog: _Program):
         scalar = jax.ShapeDtypeStruct((), f64)
         args = (arrays, jax.ShapeDtypeStruct((prog.n_prompts_pad,), f64), jax.ShapeDtypeStruct((c,), f64),
                 jax.ShapeDtypeStruct((k,), f64), jax.ShapeDtypeStruct((c, c), f64), scalar, scalar, scalar)
-        fn = jax.jit(_evaluate_batch, static_argnames=("layout", "n_clusters", "max_iter"))
-        exe = fn.lower(*args, layout=prog.layout, n_clusters=prog.n_prompts_pad, max_iter=prog.max_iter).compile()
+        static = dict(layout=prog.layout, n_clusters=prog.n_prompts_pad, max_iter=prog.max_iter)
+        if mesh is None:
+            exe = jax.jit(_evaluate_batch, static_argnames=tuple(static)).lower(*args, **static).compile()
+        else:
+            exe = replicate_sharded(_evaluate_batch, (0,) + (None,) * 7, mesh=mesh, **static).lower(*args).compile()
     _COMPILED[prog] = exe
     return exe, time.perf_counter() - t0
 
@@ -351,7 +363,11 @@ def _chunking(reps: int, n_pad: int, chunk: int | None, record_budget: int) -> t
     """(chunk size, number of chunks): equal chunks, so one executable serves them all."""
     cap = chunk if chunk is not None else max(1, record_budget // max(n_pad, 1))
     n_chunks = math.ceil(reps / max(1, min(cap, reps)))
-    return math.ceil(reps / n_chunks), n_chunks
+    size = math.ceil(reps / n_chunks)
+    # With several devices each gets the same number of replicates; the extra ones are
+    # valid replicates (keys beyond ``reps``) whose results are dropped.
+    n_dev = jax.device_count()
+    return -(-size // n_dev) * n_dev, n_chunks
 
 
 def _padded_prompts(prompt_counts, pad_ratio: float) -> dict:
