@@ -68,11 +68,16 @@ PAPER_T1 = {  # Table 1, J J+P J+L J+F BT+PLF Davidson+PLF OSCAR
 T1_MODELS = ("j", "j+p", "j+l", "j+f", "bt+plf", "davidson+plf", "oscar")
 
 
+def _code_note() -> str:
+    code = os.environ.get("OSCAR_BENCH_CODE")
+    return f" ({code})" if code else ""
+
+
 def machine() -> str:
     return (f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, load average "
             f"{os.getloadavg()[0]:.1f} at start; jax {jax.__version__} ({jax.default_backend()}), "
             f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS')}; "
-            f"oscar_jax from {Path(oj.__file__).parent}{' (' + os.environ['OSCAR_BENCH_CODE'] + ')' if os.environ.get('OSCAR_BENCH_CODE') else ''}")
+            f"oscar_jax from {Path(oj.__file__).parent}{_code_note()}")
 
 
 def write(name: str, lines: list[str]) -> Path:

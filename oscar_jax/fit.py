@@ -9,21 +9,21 @@ covariances. Failed B.3 checks are recorded in the result and raised as warnings
 from __future__ import annotations
 
 import warnings
+from functools import lru_cache
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from . import _x64  # noqa: F401
 from .core import fit_core_jit
 from .data import load_judgments
 from .design import Design, build_design
 from .params import Layout
-from .results import FitResult, covariances_jit  # noqa: F401  (re-export)
+from .results import FitResult, covariances_jit
 from .spec import ModelSpec, parse_model
 from .validate import OscarInputError, check_ci_prob, check_positive_int
 
-__all__ = ["fit", "as_design", "start_points", "OscarFitWarning", "covariances_jit"]
+__all__ = ["OscarFitWarning", "as_design", "covariances_jit", "fit", "start_points"]
 
 START_SD = 0.08  # B.3: second start drawn from N(0, 0.08² I)
 
@@ -56,6 +56,18 @@ def start_points(layout: Layout, n_starts: int, key) -> jnp.ndarray:
         return zero
     draws = START_SD * jax.random.normal(key, (n_starts - 1, layout.n_theta))
     return jnp.concatenate([zero, draws])
+
+
+@lru_cache(maxsize=64)
+def _starts_for(layout: Layout, n_starts: int, seed: int):
+    # The starts depend only on (layout, count, seed): drawing them costs more host time
+    # than a small compiled fit, so repeated fits of one design reuse them.
+    return start_points(layout, n_starts, jax.random.PRNGKey(seed))
+
+
+@lru_cache(maxsize=64)
+def _unit_weights(n_clusters: int):
+    return jnp.ones(n_clusters)
 
 
 def fit(data, model: str | ModelSpec = "oscar", *, reference_judge: str | None = None,
@@ -104,12 +116,11 @@ def fit(data, model: str | ModelSpec = "oscar", *, reference_judge: str | None =
     spec = parse_model(model, ridge)
     eff, notes = design.effective_spec(spec)
     layout = design.layout(eff)
-    key = jax.random.PRNGKey(seed)
-    theta0 = start_points(layout, starts, key)
-    omega = jnp.ones(design.n_clusters)
+    theta0 = _starts_for(layout, starts, int(seed))
+    omega = _unit_weights(design.n_clusters)
     core = fit_core_jit(design.arrays, omega, theta0, layout=layout, n_clusters=design.n_clusters,
                         ridge=eff.ridge, v_bound=eff.v_bound, max_iter=max_iter)
-    core = jax.tree_util.tree_map(np.asarray, core)
+    core = type(core)(*jax.device_get(tuple(core)))
     if not bool(core.curvature_ok):
         notes.append("covariances not computed: the penalized Hessian failed the B.3 curvature check")
     # Covariances are computed on first use (FitResult.cov): a caller who only needs the

@@ -215,9 +215,10 @@ def column_derivatives(P, Z, S, layout: Layout, with_hess: bool = True):
         hess = jax.jvp(d1, (eta,), (one,))[1] * hess
     if layout.structure.learn_gamma:
         c = jax.jvp(grad_eta, (P,), (unit(2),))[1]  # ∂r/∂v: one forward-over-reverse pass
-        e_v = (jnp.arange(n) == 2).astype(P.dtype)[:, None]
-        d2 = e_v[:, None] * c[None, :] + c[:, None] * e_v[None, :] - c[2] * (e_v[:, None] * e_v[None, :])
-        hess = hess + g_e * d2
+        # ∇²η is non-zero only in the log-γ row and column (index 2): add ψ_η c there
+        # instead of forming a dense (n, n, N) ∇²η.
+        gc = g_e * c
+        hess = hess.at[2, :].add(gc).at[:, 2].add(gc).at[2, 2].add(-gc[2])
     return value, grad, hess
 
 

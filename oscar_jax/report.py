@@ -58,13 +58,13 @@ def render_table(frame: pd.DataFrame, columns: Sequence[tuple[str, str, str]], w
         widths[idx] = max(len(columns[idx][1]), max((len(x) for x in cells[idx]), default=0))
     lines = []
     header = []
-    for (col, h, spec), w in zip(columns, widths):
+    for (_, h, spec), w in zip(columns, widths):
         header.append(h.ljust(w) if spec == "" else h.rjust(w))
     lines.append("  ".join(header).rstrip())
     lines.append("  ".join("-" * w for w in widths))
     for r in range(len(frame)):
         row = []
-        for (col, h, spec), w, vals in zip(columns, widths, cells):
+        for (_, _, spec), w, vals in zip(columns, widths, cells):
             row.append(vals[r].ljust(w) if spec == "" else vals[r].rjust(w))
         lines.append("  ".join(row).rstrip())
     return "\n".join(lines)

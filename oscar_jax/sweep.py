@@ -673,7 +673,7 @@ class SweepResult:
                 "coverage cluster", "coverage model"]
         lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         for r in tab.itertuples():
-            def cell(metric, digits, scale=1.0):
+            def cell(metric, digits, scale=1.0, r=r):
                 mean, se = getattr(r, metric), getattr(r, f"{metric}_mcse")
                 if not np.isfinite(mean):
                     return "–"
