@@ -69,7 +69,7 @@ def main(argv=None) -> int:
              f"{design.n_clusters} prompts",
              "",
              f"{args.chains} chains (vectorized) × ({args.warmup} warm-up + {args.draws} draws), default priors and "
-             f"target_accept 0.95. Machine: {platform.machine()}, {os.cpu_count()} CPUs (shared; 1-min load "
+             f"target_accept {0.9}. Machine: {platform.machine()}, {os.cpu_count()} CPUs (shared; 1-min load "
              f"average at the end {load:.1f}), jax {jax.__version__}. 'first' includes compilation; 'steady' is a "
              "second run with another seed reusing the compiled program.",
              "",

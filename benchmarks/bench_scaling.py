@@ -207,7 +207,7 @@ def markdown(rows, args, machine: str) -> str:
         "",
         f"Machine: {machine}.",
         f"Model {args.model.upper()} on simulated data (Appendix G generator, judge 0 = reference, seed {args.seed}), "
-        "one cell per record, two starts (zero and N(0, 0.08²)), λ = 0.05, solver tolerance ‖∇‖∞ ≤ 1e-10·N. "
+        "one cell per record, two starts (zero and N(0, 0.08²)), λ = 0.05, solver tolerance ‖∇‖∞ ≤ 1e-12·N. "
         "Each row is a fresh process. `fit` = compiled `core.fit_core_jit` (median of repeats, B.3 checks "
         "included); `compile` = lower + XLA compile; `first` = the first execution after it; `with compile` = "
         "compile + first. `peak RSS` = the worker's lifetime maximum (VmHWM: Python + JAX + data + XLA buffers); "

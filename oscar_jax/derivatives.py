@@ -1,7 +1,8 @@
 """Loss, exact gradient and Hessian in θ, assembled from per-record local derivatives.
 
-For each cell the model core gives the loss of a handful of local slots; ``jax.hessian``
-of that small function is exact and cheap (n_local² entries). Scattering the local
+For each cell the model core gives the exact derivatives of the loss in a handful of
+local slots (autodiff of the one η; only the distinct Hessian entries, since η reads
+the scores through s_a − s_b alone: :func:`~oscar_jax.model.column_derivatives`). Scattering the local
 gradients and Hessians into the expanded vector φ and mapping once through the constant
 J = ∂φ/∂θ gives ∇L and ∇²L in θ — including the residual term −(Y − p)∇²η that the
 cluster sandwich needs — at O(N · n_local²) per evaluation instead of the O(N · dim θ²)
@@ -12,10 +13,11 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from . import _x64  # noqa: F401
 from .design import DesignArrays
-from .model import column_derivatives, local_expected_stats, local_index, local_loss, local_prob
+from .model import column_derivatives, local_expected_stats, local_index, local_loss, local_prob, upper_pairs
 from .params import Layout
 
 __all__ = [
@@ -61,11 +63,14 @@ def judge_slot_index(layout: Layout):
 def _assemble(P, arrays, stats, layout, with_hess=True):
     """Sum per-cell local gradients/Hessians into φ space, then map to θ.
 
-    Every record touches two candidate slots (s_a, s_b) and judge k's slots, so the
-    local derivatives are first reduced by segment sums over a few small keys — a, b,
-    (a, k), (b, k), (a, b), k — and only the reduced blocks are scattered into the
-    φ-space matrix. A direct scatter of every record's n_local² entries is the same sum
-    but runs at scalar-scatter speed on CPU (several times slower for N ≳ 10⁴).
+    Every record touches two candidate slots (s_a, s_b) and judge k's slots, and its
+    Hessian is given by its distinct entries (:class:`~oscar_jax.model.HessianCells`):
+    ∂²/∂d² goes to (a, a), (b, b) and −(a, b); ∂²/∂d∂φ_j to (a, k's slot j) and
+    −(b, k's slot j); the judge-slot pairs to judge k's block. Each is first reduced by
+    a segment sum over a small key — a or b, (a, b), (a or b, k), k — and only the
+    reduced blocks are scattered into the φ-space matrix. A direct scatter of every
+    record's entries is the same sum but runs at scalar-scatter speed on CPU (several
+    times slower for N ≳ 10⁴).
     """
     jac = jnp.asarray(layout.jacobian)
     n_phi, c, k_n = layout.n_phi, layout.n_cand, layout.n_judge
@@ -73,25 +78,30 @@ def _assemble(P, arrays, stats, layout, with_hess=True):
     jidx = judge_slot_index(layout)
     n_j = jidx.shape[1]
     seg = jax.ops.segment_sum
+    both = jnp.concatenate([a, b])
 
-    vals, grads, hess = column_derivatives(P, arrays.z.T, stats.T, layout, with_hess=with_hess)
+    vals, grads, hc = column_derivatives(P, arrays.z.T, stats.T, layout, with_hess=with_hess)
     g_phi = jnp.zeros(n_phi, grads.dtype)
-    g_phi = g_phi.at[:c].add(seg(grads[0], a, num_segments=c) + seg(grads[1], b, num_segments=c))
+    g_phi = g_phi.at[:c].add(seg(jnp.concatenate([grads[0], grads[1]]), both, num_segments=c))
     if n_j:
         g_phi = g_phi.at[jidx].add(seg(grads[2:].T, k, num_segments=k_n))
     g = jac.T @ g_phi
     if not with_hess:
         return jnp.sum(vals), g, None
-    n = P.shape[1]
-    h_aa = seg(hess[0, 0], a, num_segments=c)
-    h_bb = seg(hess[1, 1], b, num_segments=c)
-    h_ab = seg(hess[0, 1], a * c + b, num_segments=c * c).reshape(c, c)
-    h_phi = jnp.zeros((n_phi, n_phi), hess.dtype)
-    h_phi = h_phi.at[:c, :c].add(jnp.diag(h_aa + h_bb) + h_ab + h_ab.T)
+    h_diag = seg(jnp.concatenate([hc.dd, hc.dd]), both, num_segments=c)
+    h_ab = seg(hc.dd, a * c + b, num_segments=c * c).reshape(c, c)
+    h_phi = jnp.zeros((n_phi, n_phi), hc.dd.dtype)
+    h_phi = h_phi.at[:c, :c].add(jnp.diag(h_diag) - h_ab - h_ab.T)
     if n_j:
-        h_cj = (seg(hess[0, 2:].T, a * k_n + k, num_segments=c * k_n)
-                + seg(hess[1, 2:].T, b * k_n + k, num_segments=c * k_n)).reshape(c, k_n, n_j)
-        h_jj = seg(hess[2:, 2:].reshape(n_j * n_j, n).T, k, num_segments=k_n).reshape(k_n, n_j, n_j)
+        h_cj = seg(jnp.concatenate([hc.dj, -hc.dj], axis=1).T, jnp.concatenate([a * k_n + k, b * k_n + k]),
+                   num_segments=c * k_n).reshape(c, k_n, n_j)
+        pairs = upper_pairs(n_j)
+        h_pairs = seg(hc.jj.T, k, num_segments=k_n)  # (K, n_pairs)
+        # Expand the distinct judge-slot pairs to the symmetric (K, n_j, n_j) blocks.
+        expand = np.zeros((len(pairs), n_j * n_j))
+        for p, (i, j) in enumerate(pairs):
+            expand[p, i * n_j + j] = expand[p, j * n_j + i] = 1.0
+        h_jj = (h_pairs @ jnp.asarray(expand)).reshape(k_n, n_j, n_j)
         cand = jnp.arange(c)
         rows = jnp.broadcast_to(cand[:, None, None], (c, k_n, n_j))
         cols = jnp.broadcast_to(jidx[None], (c, k_n, n_j))

@@ -16,13 +16,25 @@ functions (one definition of the predictor for every estimator).
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import jax
 import jax.numpy as jnp
 
 from . import _x64  # noqa: F401  (float64 before any array exists)
 from .params import Layout
 
-__all__ = ["column_derivatives", "local_derivatives", "local_eta", "local_loss", "local_prob", "local_expected_stats", "local_index"]
+__all__ = [
+    "HessianCells",
+    "column_derivatives",
+    "local_derivatives",
+    "local_eta",
+    "local_expected_stats",
+    "local_index",
+    "local_loss",
+    "local_prob",
+    "upper_pairs",
+]
 
 
 def _read(phi_loc, layout: Layout):
@@ -61,9 +73,15 @@ def _bias_covariates(z, layout: Layout):
 def local_eta(phi_loc, z, layout: Layout):
     """η = γ_k (s_a − s_b) + β_pos,k + β_len,k L + β_fam,k F + Σ_j β_cov,k,j X_j (Eq. 2)."""
     diff, logg, betas, _ = _read(phi_loc, layout)
-    # Sum over the slot axis (not jnp.dot) so that the same code serves one record and a
-    # column batch (slots × N).
-    return jnp.exp(logg) * diff + jnp.sum(betas * _bias_covariates(z, layout), axis=0)
+    # An unrolled sum over the few bias slots (not jnp.dot or a reduction), so that the
+    # same code serves one record and a column batch (slots × N), and XLA fuses it with
+    # the rest of the elementwise work: a reduction over the short slot axis compiled to
+    # a separate kernel that cost as much as all the rest of η on CPU.
+    covs = _bias_covariates(z, layout)
+    eta = jnp.exp(logg) * diff
+    for j in range(betas.shape[0]):
+        eta = eta + betas[j] * covs[j]
+    return eta
 
 
 def _davidson_logp(eta, tau):
@@ -155,71 +173,109 @@ def local_derivatives(phi_loc, z, stats, layout: Layout):
     return value, g1 * r, g2 * jnp.outer(r, r) + g1 * d2
 
 
+class HessianCells(NamedTuple):
+    """Per-record Hessian of ℓ in the *reduced* local slots (d = s_a − s_b, then judge slots).
+
+    η depends on the scores only through d, so ∂/∂s_a = ∂/∂d = −∂/∂s_b and the
+    (n_local)² Hessian of a record has only 1 + n_j + n_j(n_j+1)/2 distinct entries
+    (n_j judge slots: log γ, bias coefficients, τ). Only those are formed.
+
+    dd : (N,) ∂²ℓ/∂d²
+    dj : (n_j, N) ∂²ℓ/∂d∂φ_j
+    jj : (n_pairs, N) ∂²ℓ/∂φ_i∂φ_j for the judge-slot pairs ``upper_pairs(n_j)``
+    """
+
+    dd: jax.Array
+    dj: jax.Array
+    jj: jax.Array
+
+
+def upper_pairs(n_j: int) -> tuple[tuple[int, int], ...]:
+    """Judge-slot index pairs (i ≤ j) in the order of ``HessianCells.jj``."""
+    return tuple((i, j) for i in range(n_j) for j in range(i, n_j))
+
+
 def column_derivatives(P, Z, S, layout: Layout, with_hess: bool = True):
     """(ℓ, ∇ℓ, ∇²ℓ) of :func:`local_loss` for a *column batch* of records, exactly.
 
     P : (n_local, N) local parameters, Z : (2+U, N) covariates, S : (3, N) statistics —
-    records along the trailing (minor) axis. Returns ℓ (N,), ∇ℓ (n_local, N) and
-    ∇²ℓ (n_local, n_local, N) (None unless ``with_hess``).
+    records along the trailing (minor) axis. Returns ℓ (N,), ∇ℓ (n_local, N) and the
+    Hessian as :class:`HessianCells` (None unless ``with_hess``).
 
-    ℓ = ψ(η(φ), τ) by the chain rule: r = ∇η by one reverse pass over the batch;
-    η is linear in the scores and bias coefficients for fixed log γ, so ∇²η is non-zero
-    only in the log-γ row and column, c = ∂r/∂v; ψ's derivatives in η (and τ) by
-    forward mode on the same ψ. Then ∇²ℓ = ψ_ηη r rᵀ + ψ_η ∇²η (+ τ terms for Davidson).
-    Every derivative comes from autodiff of the one definition of η and ψ; keeping the
-    records on the minor axis lets XLA vectorise over them (a ``vmap`` over records puts
-    the few slots on the minor axis and runs ~5× slower on CPU). Verified against
+    ℓ = ψ(η(φ), τ) by the chain rule, in the reduced slots ρ = (d, judge slots) with
+    d = s_a − s_b (η reads the scores only through d): r = ∂η/∂ρ by one reverse pass
+    over the batch; η is linear in d and the bias coefficients for fixed log γ, so ∂²η
+    is non-zero only in the log-γ row and column, c = ∂r/∂v; ψ's derivatives in η (and
+    τ) by forward mode on the same ψ. Then ∇²ℓ = ψ_ηη r rᵀ + ψ_η ∂²η (+ τ terms for
+    Davidson), of which only the distinct entries are formed: the Newton solver spends
+    most of its time here, and the full (n_local)² array with its in-place updates cost
+    ~2× more. Every derivative comes from autodiff of the one definition of η and ψ;
+    keeping the records on the minor axis lets XLA vectorise over them. Verified against
     ``jax.hessian`` of the summed loss in the tests.
     """
-    n = P.shape[0]
     davidson = layout.structure.davidson
-    eta_fn = lambda p: local_eta(p, Z, layout)  # noqa: E731
-
-    def unit(j):
-        return jnp.zeros_like(P).at[j].set(1.0)
-
-    # Records are independent, so the gradient of Σ_t η_t with respect to P is the
+    learn_gamma = layout.structure.learn_gamma
+    # Reduced slots: ρ = (d, φ_2, …); the local vector (d, 0, φ_2, …) has s_a − s_b = d.
+    R = jnp.concatenate([P[:1] - P[1:2], P[2:]], axis=0)
+    m = R.shape[0]
+    eta_fn = lambda rho: local_eta(jnp.concatenate([rho[:1], jnp.zeros_like(rho[:1]), rho[1:]], axis=0),  # noqa: E731
+                                   Z, layout)
+    # Records are independent, so the gradient of Σ_t η_t with respect to R is the
     # column of per-record gradients: one reverse pass instead of one forward pass per
     # slot (XLA does not fold the zero tangents of one-hot directions away).
-    grad_eta = jax.grad(lambda p: jnp.sum(eta_fn(p)))
-    eta = eta_fn(P)
-    r = grad_eta(P)
-    zero = jnp.zeros_like(eta)
+    grad_eta = jax.grad(lambda rho: jnp.sum(eta_fn(rho)))
+    eta = eta_fn(R)
+    r = grad_eta(R)
+    one, zero = jnp.ones_like(eta), jnp.zeros_like(eta)
     if davidson:
-        tau = P[-1]
+        tau = R[-1]
         psi = lambda e, t: _tie_loss(e, t, S, True)  # noqa: E731
         value = psi(eta, tau)
-        one = jnp.ones_like(eta)
         d_e = lambda e, t: jax.jvp(psi, (e, t), (one, zero))[1]  # noqa: E731
         d_t = lambda e, t: jax.jvp(psi, (e, t), (zero, one))[1]  # noqa: E731
         g_e, g_t = d_e(eta, tau), d_t(eta, tau)
-        grad = g_e * r + (jnp.arange(n) == n - 1)[:, None] * g_t
+        grad_r = g_e * r + (jnp.arange(m) == m - 1)[:, None] * g_t
     else:
         psi = lambda e: _tie_loss(e, None, S, False)  # noqa: E731
         value = psi(eta)
-        one = jnp.ones_like(eta)
         d1 = lambda e: jax.jvp(psi, (e,), (one,))[1]  # noqa: E731
         g_e = d1(eta)
-        grad = g_e * r
+        grad_r = g_e * r
+    grad = jnp.concatenate([grad_r[:1], -grad_r[:1], grad_r[1:]], axis=0)
     if not with_hess:
         return value, grad, None
-    hess = r[:, None] * r[None, :]
     if davidson:
         h_ee = jax.jvp(lambda e: d_e(e, tau), (eta,), (one,))[1]
         h_et = jax.jvp(lambda t: d_e(eta, t), (tau,), (one,))[1]
         h_tt = jax.jvp(lambda t: d_t(eta, t), (tau,), (one,))[1]
-        e_t = (jnp.arange(n) == n - 1).astype(P.dtype)[:, None]
-        hess = (h_ee * hess + h_et * (r[:, None] * e_t[None, :] + e_t[:, None] * r[None, :])
-                + h_tt * (e_t[:, None] * e_t[None, :]))
     else:
-        hess = jax.jvp(d1, (eta,), (one,))[1] * hess
-    if layout.structure.learn_gamma:
-        c = jax.jvp(grad_eta, (P,), (unit(2),))[1]  # ∂r/∂v: one forward-over-reverse pass
-        # ∇²η is non-zero only in the log-γ row and column (index 2): add ψ_η c there
-        # instead of forming a dense (n, n, N) ∇²η.
-        gc = g_e * c
-        hess = hess.at[2, :].add(gc).at[:, 2].add(gc).at[2, 2].add(-gc[2])
-    return value, grad, hess
+        h_ee = jax.jvp(d1, (eta,), (one,))[1]
+    # ∂r/∂v: one forward-over-reverse pass (v is reduced slot 1)
+    c = jax.jvp(grad_eta, (R,), (jnp.zeros_like(R).at[1].set(1.0),))[1] if learn_gamma else None
+    g_c = g_e * c if learn_gamma else None
+    v_slot, t_slot = (1 if learn_gamma else -1), (m - 1 if davidson else -1)
+
+    def entry(i, j):
+        h = h_ee * r[i] * r[j]
+        if i == v_slot:
+            h = h + g_c[j]
+        if j == v_slot and i != v_slot:
+            h = h + g_c[i]
+        if davidson:
+            if j == t_slot:
+                h = h + h_et * r[i]
+            if i == t_slot:
+                h = h + h_et * r[j]
+            if i == t_slot and j == t_slot:
+                h = h + h_tt
+        return h
+
+    n_j = m - 1
+    dd = entry(0, 0)
+    dj = jnp.stack([entry(0, 1 + j) for j in range(n_j)]) if n_j else jnp.zeros((0,) + eta.shape, eta.dtype)
+    pairs = upper_pairs(n_j)
+    jj = jnp.stack([entry(1 + i, 1 + j) for i, j in pairs]) if pairs else jnp.zeros((0,) + eta.shape, eta.dtype)
+    return value, grad, HessianCells(dd=dd, dj=dj, jj=jj)
 
 
 def local_prob(phi_loc, z, layout: Layout):

@@ -34,6 +34,7 @@ import numpy as np
 import pandas as pd
 
 from . import _x64  # noqa: F401
+from .batching import default_vmap_width, map_replicates
 from .core import FitCore, fit_core
 from .design import Design
 from .fit import as_design, fit, start_points
@@ -151,7 +152,7 @@ def fold_masks(folds) -> tuple[np.ndarray, np.ndarray]:
 
 # --------------------------------------------------------------------------- batched core
 def batched_fit_core(arrays, omega, starts, *, layout: Layout, n_clusters: int, ridge=0.05,
-                     v_bound=15.0, max_iter: int = 100, mask=None) -> FitCore:
+                     v_bound=15.0, max_iter: int = 100, mask=None, vmap_width: int | None = None) -> FitCore:
     """:func:`~oscar_jax.core.fit_core` over a batch of cluster weights, one start each.
 
     Parameters
@@ -161,6 +162,9 @@ def batched_fit_core(arrays, omega, starts, *, layout: Layout, n_clusters: int, 
     starts : (B, P) one starting point per replicate (multi-start = several rows).
     mask : optional (B, P) fixed-coordinate masks; default (None) redoes B.2 column
         selection on each replicate's weighted data inside ``fit_core``.
+    vmap_width : replicates solved side by side (static): None vmaps the whole batch, 1
+        runs them in sequence inside the compiled call (faster on CPU; see
+        :mod:`oscar_jax.batching`), w > 1 vmaps groups of w.
 
     Returns
     -------
@@ -170,11 +174,11 @@ def batched_fit_core(arrays, omega, starts, *, layout: Layout, n_clusters: int, 
     """
     core = partial(fit_core, layout=layout, n_clusters=n_clusters, ridge=ridge, v_bound=v_bound, max_iter=max_iter)
     if mask is None:
-        return jax.vmap(lambda om, st: core(arrays, om, st[None]))(omega, starts)
-    return jax.vmap(lambda om, st, m: core(arrays, om, st[None], mask=m))(omega, starts, mask)
+        return map_replicates(lambda x: core(arrays, x[0], x[1][None]), (omega, starts), vmap_width)
+    return map_replicates(lambda x: core(arrays, x[0], x[1][None], mask=x[2]), (omega, starts, mask), vmap_width)
 
 
-batched_fit_core_jit = jax.jit(batched_fit_core, static_argnames=("layout", "n_clusters", "max_iter"))
+batched_fit_core_jit = jax.jit(batched_fit_core, static_argnames=("layout", "n_clusters", "max_iter", "vmap_width"))
 
 
 def _batched_core_masked(arrays, omega, starts, mask, **kw):
@@ -351,8 +355,9 @@ def _select_starts(core: FitCore, n_rep: int, n_starts: int) -> FitCore:
 
 def fit_batch(design: Design, model: str | ModelSpec, omega, *, starts=None, mask=None,
               chunk_size: int | None = None, max_iter: int = 100, seed: int = 0,
-              show_progress: bool | None = None, desc: str | None = None, devices=None) -> BatchFit:
-    """Fit one model on every row of a (B, G) cluster-weight matrix, vmapped.
+              show_progress: bool | None = None, desc: str | None = None, devices=None,
+              vmap_width: int | None = None) -> BatchFit:
+    """Fit one model on every row of a (B, G) cluster-weight matrix in compiled batches.
 
     Parameters
     ----------
@@ -383,6 +388,10 @@ def fit_batch(design: Design, model: str | ModelSpec, omega, *, starts=None, mas
         Devices to shard the replicate axis over (default: all of ``jax.devices()``).
         With more than one, each chunk is split over a 1-D mesh (``oscar_jax.sharding``);
         the estimates are the same as on one device.
+    vmap_width
+        Replicates solved side by side within a chunk (see :mod:`oscar_jax.batching`):
+        default 1 on CPU (in sequence inside the compiled call), the whole chunk on an
+        accelerator.
 
     Returns
     -------
@@ -412,7 +421,12 @@ def fit_batch(design: Design, model: str | ModelSpec, omega, *, starts=None, mas
         chunk = min(n_rows, auto_chunk_size(design, layout))
     else:
         chunk = check_positive_int("chunk_size", chunk_size)
-    kw = dict(layout=layout, n_clusters=design.n_clusters, ridge=eff.ridge, v_bound=eff.v_bound, max_iter=max_iter)
+    if vmap_width is None:
+        vmap_width = default_vmap_width()
+    elif vmap_width is not None:
+        vmap_width = check_positive_int("vmap_width", vmap_width)
+    kw = dict(layout=layout, n_clusters=design.n_clusters, ridge=eff.ridge, v_bound=eff.v_bound, max_iter=max_iter,
+              vmap_width=vmap_width)
     devs = list(jax.devices() if devices is None else devices)
     if len(devs) > 1:
         from .sharding import padded_size, replicate_mesh, replicate_sharded

@@ -7,7 +7,7 @@ adapted by the gain ratio (actual / predicted decrease), gives gradient-descent 
 far away and quadratic convergence near the minimum, where the penalized Hessian is
 positive definite (checked by B.3). Bounds |v_k| ≤ 15 are handled by projection with an
 active set: coordinates at a bound whose gradient pushes outward are frozen for the
-step.
+step; no step moves a bounded coordinate (log γ_k) by more than ``MAX_LOG_GAMMA_STEP``.
 
 The solver runs a sequence of *phases* in one ``lax.while_loop``: phase i optimizes only
 the coordinates of ``masks[i]`` until ‖projected ∇‖∞ ≤ ``tols[i]``, then hands over to
@@ -25,7 +25,9 @@ import jax.numpy as jnp
 
 from . import _x64  # noqa: F401
 
-__all__ = ["SolveResult", "STATUS", "lm_minimize"]
+__all__ = ["MAX_LOG_GAMMA_STEP", "SolveResult", "STATUS", "lm_minimize"]
+
+MAX_LOG_GAMMA_STEP = 1.0  # largest change of any bounded coordinate (log γ_k) in one step
 
 STATUS = {
     0: "converged: projected gradient below tolerance",
@@ -107,16 +109,18 @@ def lm_minimize(vgh, value, theta0, lo, hi, masks, tols, *, max_iter: int = 100,
         f = jnp.where(accept, f_t, f)
         g = jnp.where(accept, g_t, g)
         h = jnp.where(accept, h_t, h)
-        # Nielsen's damping update: shrink smoothly with the gain ratio on success; on
-        # failure grow geometrically faster (ν doubles), so an indefinite Hessian is
-        # escaped in a few rejections rather than dozens.
+        # Nielsen's damping update: shrink smoothly with the gain ratio on success, by 10×
+        # when the quadratic model was good (ρ > 0.75: the iteration is entering the
+        # Newton region, and a slowly decaying μ would make convergence linear); on
+        # failure start at 1e-3 of the Hessian scale and grow geometrically faster (ν
+        # doubles), so an indefinite Hessian is escaped in a few rejections, not dozens.
         mask = masks[phase]
         gm, hm = _masked(g, h, mask)
         scale = jnp.maximum(jnp.mean(jnp.abs(jnp.diag(hm))), 1e-12)
         shrink = jnp.maximum(1.0 / 3.0, 1.0 - (2.0 * jnp.clip(rho, 0.0, 1.0) - 1.0) ** 3)
-        mu_ok = jnp.where(first, 0.0, mu * shrink)
+        mu_ok = jnp.where(first, 0.0, mu * jnp.where(rho > 0.75, 0.1, shrink))
         mu_ok = jnp.where(mu_ok < 1e-15 * scale, 0.0, mu_ok)
-        mu = jnp.where(accept, mu_ok, jnp.maximum(mu * nu, 1e-6 * scale))
+        mu = jnp.where(accept, mu_ok, jnp.maximum(mu * nu, 1e-3 * scale))
         nu = jnp.where(accept, 2.0, 2.0 * nu)
         n_rej = jnp.where(accept, 0, n_rej + 1)
         it = it + 1
@@ -133,6 +137,13 @@ def lm_minimize(vgh, value, theta0, lo, hi, masks, tols, *, max_iter: int = 100,
         g_s, h_s = _masked(gm, hm, free)
         chol = jnp.linalg.cholesky(h_s + mu * eye)
         delta = jax.scipy.linalg.cho_solve((chol, True), -g_s)
+        # A trust region on the bounded coordinates (log γ): no step changes a judge's
+        # sensitivity by more than a factor e. Far from the optimum the Newton step for a
+        # weakly informative judge can be many units of log γ and was rejected again
+        # and again; the capped step keeps the Newton direction (still a descent
+        # direction) and costs nothing near the optimum, where steps are small.
+        big = jnp.max(jnp.where(jnp.isfinite(lo), jnp.abs(delta), 0.0), initial=0.0)
+        delta = delta * jnp.minimum(1.0, MAX_LOG_GAMMA_STEP / jnp.maximum(big, 1e-300))
         ok = jnp.all(jnp.isfinite(delta))
         # An indefinite damped Hessian gives NaNs: stay put, so the next evaluation is a
         # rejection and μ grows.

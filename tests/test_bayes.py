@@ -11,7 +11,8 @@ from scipy import integrate, stats
 
 import oscar_jax as oj
 from oscar_jax.bayes import (BayesWarning, NutsSettings, Priors, fit_bayes, load_idata, marginal_win_prob,
-                             model_data, oscar_model, prior_scales, prompt_loss, sample_posterior_jit)
+                             model_data, oscar_model, prior_scales, prompt_loss, sample_posterior_jit,
+                             theta_from_unconstrained, unconstrained_from_theta)
 from oscar_jax.derivatives import cell_probabilities, column_mask, loss_value
 from oscar_jax.design import DesignArrays
 from oscar_jax.params import Layout
@@ -77,9 +78,15 @@ def test_log_posterior_is_minus_penalized_objective_and_mode_is_point_fit(sim_de
     data = model_data(sim_design.arrays, mask, priors, layout, prompt_effect=False)
     model = lambda d: oscar_model(d, layout=layout)  # noqa: E731
 
-    def pe(theta_free):
-        return potential_energy(model, (data,), {}, {"theta": theta_free})
+    is_v = data.is_log_gamma
 
+    def pe(theta_free):
+        # NUTS moves in w (log γ = log softplus(w)); remove the log-Jacobian to get −log p(θ | y).
+        w = unconstrained_from_theta(theta_free, is_v)
+        dv_dw = jax.vmap(jax.grad(lambda x, m: theta_from_unconstrained(x, m)))(w, is_v)
+        return potential_energy(model, (data,), {}, {"theta": w}) + jnp.sum(jnp.log(jnp.abs(dv_dw)))
+
+    assert int(np.sum(np.asarray(is_v))) == sim_design.n_judge - 1
     const = np.sum(np.log(np.sqrt(2 * np.pi) * np.asarray(data.prior_sd)))
     for theta in (fit.theta, 0.1 * np.ones(layout.n_theta) * mask):
         objective = float(loss_value(jnp.asarray(theta), sim_design.arrays, sim_design.arrays.stats, layout)
@@ -88,6 +95,18 @@ def test_log_posterior_is_minus_penalized_objective_and_mode_is_point_fit(sim_de
     # the gradient at the point estimate is the fit's stationarity residual (≤ 1e-7 N, B.3)
     grad = jax.grad(pe)(jnp.asarray(fit.theta[free]))
     assert np.max(np.abs(grad)) <= 1e-7 * sim_design.n_records
+
+
+def test_log_gamma_sampling_coordinates_round_trip():
+    v = jnp.asarray([-40.0, -30.5, -29.5, -5.0, -0.7, 0.0, 1.3, 4.0, 12.0, 15.0])
+    is_v = jnp.ones(v.shape, bool)
+    w = unconstrained_from_theta(v, is_v)
+    np.testing.assert_allclose(theta_from_unconstrained(w, is_v), v, rtol=1e-12, atol=1e-12)
+    # γ = softplus(w) exactly (away from the floor), and other coordinates pass through
+    np.testing.assert_allclose(np.exp(v[3:]), jax.nn.softplus(w[3:]), rtol=1e-12)
+    np.testing.assert_array_equal(theta_from_unconstrained(w, ~is_v), w)
+    grads = jax.vmap(jax.grad(lambda x: theta_from_unconstrained(x, jnp.bool_(True))))(w)
+    assert np.all(np.isfinite(grads)) and np.all(np.asarray(grads) > 0)
 
 
 def test_marginal_win_prob_matches_quadrature():

@@ -10,7 +10,7 @@ import oscar_jax as oj
 from oscar_jax.simulate import family_map_of, simulate_frame
 
 # The fits being compared solve the same problem in different coordinates; both stop at
-# ‖∇‖∞ ≤ 1e-10·N, so estimates agree to ~1e-8.
+# ‖∇‖∞ ≤ 1e-12·N, so estimates agree to ~1e-10; 1e-7 leaves room for ill-conditioned draws.
 INVARIANCE_ATOL = 1e-7
 N_PROMPTS = 150  # fixed, so every example reuses one compiled fit per model
 

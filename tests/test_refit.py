@@ -169,7 +169,7 @@ def test_fixed_score_refit_recovers_population_values():
     for k in range(3):
         m = 0.5 * (1 / (1 + np.exp(-(gamma[k] * x + beta[k]))) + 1 / (1 + np.exp(-(gamma[k] * x - beta[k]))))
         assert ref.gamma_naive[k] == pytest.approx(_naive_population_gamma(x, m), rel=1e-6)
-    # β = 0: both refits solve the same problem; two solves each stopping at |∇| ≤ 1e-10·N.
+    # β = 0: both refits solve the same problem; two solves each stopping at |∇| ≤ 1e-12·N.
     assert ref.gamma_naive[2] == pytest.approx(ref.gamma_pos[2], rel=1e-9)
     assert np.all(ref.gamma_naive[:2] < ref.gamma_pos[:2])  # omitting position attenuates
     np.testing.assert_allclose(ref.predicted, 1 - np.tanh(beta / 2) ** 2, rtol=1e-15)

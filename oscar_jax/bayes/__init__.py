@@ -10,7 +10,16 @@ The model reuses the point fit's parametrization and likelihood (``derivatives.l
 
 from ._fit import MAX_STORED_PROMPTS, fit_bayes, to_datatree
 from ._io import load_idata, plot_forest, plot_judges, save_idata
-from ._model import ModelData, Priors, model_data, oscar_model, prior_scales, prompt_loss
+from ._model import (
+    ModelData,
+    Priors,
+    model_data,
+    oscar_model,
+    prior_scales,
+    prompt_loss,
+    theta_from_unconstrained,
+    unconstrained_from_theta,
+)
 from ._result import BayesResult, BayesWarning, compute_diagnostics
 from ._sampler import (Draws, NutsSettings, marginal_win_prob, posterior_targets, sample_posterior,
                        sample_many, sample_posterior_jit, targets_of_draws)
@@ -39,5 +48,7 @@ __all__ = [
     "sample_posterior_jit",
     "save_idata",
     "targets_of_draws",
+    "theta_from_unconstrained",
     "to_datatree",
+    "unconstrained_from_theta",
 ]

@@ -92,7 +92,7 @@ def to_datatree(draws: Draws, design: Design, layout: Layout, mask: np.ndarray, 
 
 def fit_bayes(data, model: str | ModelSpec = "oscar", *, prompt_effect: bool = False, priors: Priors | None = None,
               ridge: float | None = None, chains: int = 4, warmup: int = 1000, draws: int = 1000, seed: int = 0,
-              target_accept: float = 0.95, dense_mass: bool = True, max_tree_depth: int = 10,
+              target_accept: float = 0.9, dense_mass: bool = True, max_tree_depth: int = 10,
               reference_judge: str | None = None, family_map=None, covariates=(), schema: str | None = None,
               bothbad: str = "tie", ci_prob: float = 0.95, keep_prompt_effects: bool | None = None,
               warn: bool = True) -> BayesResult:
@@ -119,9 +119,10 @@ def fit_bayes(data, model: str | ModelSpec = "oscar", *, prompt_effect: bool = F
     seed
         Seed of initial values and trajectories; results are deterministic given it.
     target_accept
-        Dual-averaging target. The default 0.95 (numpyro: 0.8) removes the rare
-        divergences that near-random judges (γ_k → 0, whose log γ_k posterior has a long
-        prior-dominated left tail) cause on MT-Bench.
+        Dual-averaging target (numpyro: 0.8). On MT-Bench the default 0.9, with log γ
+        sampled through softplus (see :func:`~oscar_jax.bayes.theta_from_unconstrained`),
+        gave R-hat < 1.01, tail ESS ≥ 699 and no divergences for all 14 seeds tried;
+        sampling log γ directly failed for 1 seed in 8 at 0.95 (R-hat 1.02) and at 0.99.
     dense_mass
         Dense mass matrix for θ (and σ_u).
     max_tree_depth

@@ -24,7 +24,7 @@ from .. import _x64  # noqa: F401
 from ..params import Layout
 from ..sandwich import targets
 from ..validate import OscarInputError, check_positive_int
-from ._model import ModelData, oscar_model, prompt_prior
+from ._model import ModelData, oscar_model, prompt_prior, theta_from_unconstrained
 
 __all__ = ["NutsSettings", "Draws", "sample_posterior", "sample_posterior_jit", "sample_many", "posterior_targets",
            "PosteriorTargets", "marginal_win_prob", "INIT_RADIUS", "QUAD_NODES"]
@@ -51,7 +51,7 @@ class NutsSettings:
         scale are strongly correlated (only their products enter η), which a diagonal
         mass matrix handles poorly. The prompt effects z_g always get a diagonal block.
     target_accept
-        Dual-averaging target acceptance probability (0.95: see :func:`fit_bayes`).
+        Dual-averaging target acceptance probability (0.9: see :func:`fit_bayes`).
     max_tree_depth
         NUTS tree-depth limit (2^depth − 1 leapfrog steps at most).
     """
@@ -60,7 +60,7 @@ class NutsSettings:
     warmup: int = 1000
     draws: int = 1000
     dense_mass: bool = True
-    target_accept: float = 0.95
+    target_accept: float = 0.9
     max_tree_depth: int = 10
 
     def __post_init__(self):
@@ -80,7 +80,8 @@ class Draws(NamedTuple):
     theta : (C, S, F) free θ coordinates.  sigma : (C, S) σ_u (zeros without prompt effect).
     z : (C, S, G) prompt effects (shape (C, S, 0) without).  diverging : (C, S) bool.
     n_steps : (C, S) leapfrog steps.  accept : (C, S) mean acceptance of the tree.
-    energy, potential : (C, S) Hamiltonian and potential energy (−log joint, unconstrained).
+    energy, potential : (C, S) Hamiltonian and potential energy (−log joint in the NUTS
+        coordinates w, log-Jacobian of log γ = log softplus(w) included).
     step_size : (C,) adapted step size.
     """
 
@@ -156,7 +157,8 @@ def sample_posterior(key, data: ModelData, *, layout: Layout, n_clusters: int | 
     else:
         sigma = biject_to(constraints.positive)(z["sigma_prompt"])
         zp = biject_to(prompt_prior(n_clusters).support)(z["z_prompt"])
-    return Draws(theta=z["theta"], sigma=sigma, z=zp, diverging=div, n_steps=steps, accept=acc,
+    return Draws(theta=theta_from_unconstrained(z["theta"], data.is_log_gamma), sigma=sigma,
+                 z=zp, diverging=div, n_steps=steps, accept=acc,
                  energy=energy, potential=pe, step_size=step)
 
 

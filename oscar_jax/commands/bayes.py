@@ -28,7 +28,7 @@ def add_arguments(parser):
                         help="add a prompt random effect σ_u z_g on the quality gap (within-prompt dependence)")
     parser.add_argument("--ridge", type=float, default=None,
                         help="λ of the default Normal(0, 1/λ) priors (default 0.05, the point fit's ridge)")
-    parser.add_argument("--target-accept", type=float, default=0.95, help="NUTS target acceptance (default 0.95)")
+    parser.add_argument("--target-accept", type=float, default=0.9, help="NUTS target acceptance (default 0.9)")
     parser.add_argument("--ci-prob", type=float, default=0.95, help="HDI level (default 0.95)")
     parser.add_argument("--format", choices=["table", "json"], default="table", help="output format")
     parser.add_argument("--out", default=None, metavar="DIR",
