@@ -1,0 +1,466 @@
+"""Shared plumbing of the paper_repro scripts: arguments, data, cached fits, verdicts, Markdown.
+
+No statistics live here: every number comes from the oscar_jax API (fit, compare, sweep,
+attenuation, the population calculations, the swap calibration); this module loads the
+data, caches results so that several artefacts share one fit or one compiled program,
+and turns ours-vs-paper pairs into verdict rows and Markdown.
+"""
+
+from __future__ import annotations
+
+import os
+
+# The batched fits run many small Cholesky/eigen factorizations; OpenBLAS's own threads on
+# two shared cores made them ~30x slower (docs/resampling.md). Set before numpy loads.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OSCAR_PROGRESS", "0")
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import math  # noqa: E402
+import platform  # noqa: E402
+import resource  # noqa: E402
+import time  # noqa: E402
+from dataclasses import dataclass, field  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+PUBLISHED_PATH = HERE / "published.json"
+REFERENCE_JUDGE = "Qwen3-235B-A22B-Instruct-2507"
+
+# Paper order of Table 1; (file name or glob under <data-dir>/xu2026/).
+DATASETS = {
+    "inhouse": ("In-House", "judge_results_inhouse*.json"),
+    "ultrafeedback": ("UltraFeedback", "judge_results_10k_ultrafeedback.json"),
+    "mtbench": ("MT-Bench", "judge_results_10k_mtbench.json"),
+    "chatbot_arena": ("Chatbot Arena", "judge_results_10k_chatbot_arena.json"),
+}
+XU_DATASETS = ("ultrafeedback", "mtbench", "chatbot_arena")
+
+# Replicate counts: (paper / full path, --quick).
+REPLICATES = {
+    "e2": (200, 20),          # Table E2 paired refit bootstrap (Appendix E.3)
+    "sim": (100, 20),         # Section 7 replicates per setting
+    "inhouse": (500, 50),     # Section 6.2 / D.3 paired prompt bootstrap
+}
+SIM_NS = {"full": (1000, 2500, 5000, 10000), "quick": (1000, 2500, 10000)}
+
+VERDICT_OK = "reproduced"
+VERDICT_DIFFERS = "differs"
+VERDICT_NE = "not estimable"
+VERDICT_SKIPPED = "skipped"
+VERDICT_OURS = "ours only"
+
+
+# --------------------------------------------------------------------------------------
+# Arguments and context
+# --------------------------------------------------------------------------------------
+
+def add_common_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    from oscar_jax.data import shared_data_dir
+
+    parser.add_argument("--data-dir", type=Path, default=None,
+                        help=f"folder holding xu2026/ (default: $OSCAR_DATA_DIR or {shared_data_dir()})")
+    parser.add_argument("--out", type=Path, default=HERE / "out", help="output folder (default paper_repro/out)")
+    parser.add_argument("--quick", action="store_true",
+                        help="fewer replicates (E2 20, simulations 20 at N = 1000, 2500, 10000, In-House bootstrap 50)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of folds, bootstraps and simulations (default 0)")
+    parser.add_argument("--datasets", default=None,
+                        help="comma list among " + ", ".join(DATASETS) + " (default: every one present)")
+    parser.add_argument("--max-prompts", type=int, default=None,
+                        help="keep a random subset of this many prompt clusters per dataset (smoke tests)")
+    parser.add_argument("--replicates", type=int, default=None,
+                        help="override the replicate count of this artefact (bootstrap or simulation)")
+    parser.add_argument("--models", default=None,
+                        help="comma list of model tokens for Table 1 / E2, e.g. j,j+p (default: the seven Table 1 "
+                             "models; a subset is a smoke run)")
+    parser.add_argument("--xla-cache", type=Path, default=None,
+                        help="persistent XLA compilation cache folder (default: none, every run compiles)")
+    return parser
+
+
+@dataclass
+class Context:
+    """Settings of one run plus caches shared by the artefacts (designs, fits, comparisons)."""
+
+    data_dir: Path
+    out: Path
+    quick: bool = False
+    seed: int = 0
+    datasets: tuple[str, ...] | None = None
+    max_prompts: int | None = None
+    replicates: int | None = None
+    share_compare: bool = False      # run_all: Table 1 and Table E2 come from one compare() call
+    published: dict = field(default_factory=dict)
+    args: object = None              # the script's parsed arguments (script-specific options)
+    _cache: dict = field(default_factory=dict)
+
+    @property
+    def mode(self) -> str:
+        return "quick" if self.quick else "full"
+
+    def reps(self, kind: str) -> int:
+        if self.replicates is not None:
+            return int(self.replicates)
+        full, quick = REPLICATES[kind]
+        return quick if self.quick else full
+
+    # ---------------------------------------------------------------- data
+    def dataset_path(self, key: str) -> Path | None:
+        pattern = DATASETS[key][1]
+        folder = self.data_dir / "xu2026"
+        if "*" in pattern:
+            hits = sorted(folder.glob(pattern)) if folder.is_dir() else []
+            return hits[0] if hits else None
+        path = folder / pattern
+        return path if path.exists() else None
+
+    def available(self, keys=None) -> list[str]:
+        """Requested datasets (default all, paper order) whose files are present."""
+        keys = list(keys if keys is not None else (self.datasets or DATASETS))
+        return [k for k in DATASETS if k in keys and self.dataset_path(k) is not None]
+
+    def missing(self, keys=None) -> list[str]:
+        keys = list(keys if keys is not None else (self.datasets or DATASETS))
+        return [k for k in DATASETS if k in keys and self.dataset_path(k) is None]
+
+    def frame(self, key: str):
+        """(canonical frame, LoadReport) of a dataset, subset to ``max_prompts`` clusters if asked."""
+        ck = ("frame", key)
+        if ck not in self._cache:
+            import oscar_jax as oj
+
+            frame, report = oj.load_judgments(self.dataset_path(key))
+            if self.max_prompts is not None:
+                prompts = np.array(sorted(pd.unique(frame["prompt"]), key=str), dtype=object)
+                if self.max_prompts < len(prompts):
+                    rng = np.random.default_rng(self.seed)
+                    keep = set(rng.choice(prompts, size=self.max_prompts, replace=False).tolist())
+                    frame = frame[frame["prompt"].isin(keep)].reset_index(drop=True)
+            self._cache[ck] = (frame, report)
+        return self._cache[ck]
+
+    def design(self, key: str):
+        ck = ("design", key)
+        if ck not in self._cache:
+            import oscar_jax as oj
+
+            frame, report = self.frame(key)
+            self._cache[ck] = oj.build_design(frame, reference_judge=REFERENCE_JUDGE, report=report)
+        return self._cache[ck]
+
+    def fit(self, key: str, model: str):
+        """Full-data fit (two starts, seed = ctx.seed), cached: D1, screening and MT-Bench share it."""
+        ck = ("fit", key, model)
+        if ck not in self._cache:
+            import oscar_jax as oj
+
+            self._cache[ck] = oj.fit(self.design(key), model, seed=self.seed, warn=False)
+        return self._cache[ck]
+
+    def models(self) -> tuple[str, ...]:
+        """Model tokens of Table 1 / E2: ``--models`` if given, else the seven Table 1 columns."""
+        from oscar_jax.refit import DEFAULT_MODELS
+
+        given = getattr(self.args, "models", None) if self.args is not None else None
+        if given:
+            return tuple(m.strip().lower() for m in given.split(",") if m.strip())
+        return tuple(DEFAULT_MODELS)
+
+    def compare(self, key: str, *, need_bootstrap: bool = False, models=None):
+        """Held-out comparison (Table 1) with the E2 bootstrap when shared or needed, cached."""
+        import oscar_jax as oj
+        from oscar_jax.refit import E2_PAIRS
+
+        models = tuple(models or self.models())
+        reps = self.reps("e2") if (need_bootstrap or self.share_compare) else 0
+        for ck, value in self._cache.items():   # a cached run with ≥ the models and the bootstrap serves
+            if ck[0] == "compare" and ck[1] == key and set(models) <= set(ck[2]) and ck[3] >= reps:
+                return value
+        pairs = [f"{a}:{b}" for a, b in E2_PAIRS if a in models and b in models] if reps else None
+        res = oj.compare(self.design(key), models=list(models), folds=3, seed=self.seed,
+                         paired_bootstrap=reps, pairs=pairs or None, show_progress=False)
+        self._cache[("compare", key, models, reps)] = res
+        return res
+
+
+def context_from_args(args, **overrides) -> Context:
+    from oscar_jax.data import shared_data_dir
+
+    if args.xla_cache is not None:
+        enable_xla_cache(args.xla_cache)
+    datasets = None
+    if args.datasets:
+        datasets = tuple(d.strip() for d in args.datasets.split(",") if d.strip())
+        bad = [d for d in datasets if d not in DATASETS]
+        if bad:
+            raise SystemExit(f"unknown dataset(s) {bad}; choose among {list(DATASETS)}")
+    ctx = Context(data_dir=Path(args.data_dir) if args.data_dir else shared_data_dir(), out=Path(args.out),
+                  quick=bool(args.quick), seed=int(args.seed), datasets=datasets, max_prompts=args.max_prompts,
+                  replicates=args.replicates, published=load_published())
+    for k, v in overrides.items():
+        setattr(ctx, k, v)
+    ctx.out.mkdir(parents=True, exist_ok=True)
+    return ctx
+
+
+def enable_xla_cache(folder: Path) -> None:
+    import jax
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    jax.config.update("jax_compilation_cache_dir", str(folder))
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
+
+
+def load_published() -> dict:
+    with open(PUBLISHED_PATH, encoding="utf-8") as fh:
+        return json.load(fh)
+
+
+def label(key: str) -> str:
+    return DATASETS[key][0]
+
+
+# --------------------------------------------------------------------------------------
+# Verdict rows and sections
+# --------------------------------------------------------------------------------------
+
+def fmt(x, digits: int = 4) -> str:
+    if x is None:
+        return "–"
+    if isinstance(x, str):
+        return x
+    if isinstance(x, (bool, np.bool_)):
+        return "yes" if x else "no"
+    if isinstance(x, (int, np.integer)):
+        return f"{int(x):,}"
+    x = float(x)
+    if not math.isfinite(x):
+        return "–"
+    if x != 0 and abs(x) < 0.5 * 10.0 ** (-digits):
+        return f"{x:.1e}"
+    return f"{x:.{digits}f}"
+
+
+def row(artefact: str, quantity: str, paper, ours, *, dataset: str = "", tol=None, verdict: str | None = None,
+        reason: str = "", digits: int = 4, headline: bool = False) -> dict:
+    """One ours-vs-paper comparison. Numeric pairs get diff and a tolerance verdict unless given."""
+    diff = None
+    numeric = all(isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)
+                  for v in (paper, ours))
+    if numeric and math.isfinite(float(ours)) and math.isfinite(float(paper)):
+        diff = float(ours) - float(paper)
+        if verdict is None and tol is not None:
+            verdict = VERDICT_OK if abs(diff) <= float(tol) + 1e-12 else VERDICT_DIFFERS
+    if verdict is None:
+        verdict = VERDICT_OK if (paper == ours and paper is not None) else VERDICT_DIFFERS
+    paper_text = f"{float(paper):g}" if isinstance(paper, (float, np.floating)) else fmt(paper, digits)
+    return {"artefact": artefact, "dataset": dataset, "quantity": quantity, "paper": paper_text,
+            "ours": fmt(ours, digits), "diff": fmt(diff, digits) if diff is not None else "",
+            "tolerance": (f"±{float(tol):g}" if isinstance(tol, (int, float)) else (tol or "")),
+            "verdict": verdict, "reason": reason, "headline": bool(headline)}
+
+
+@dataclass
+class Section:
+    key: str
+    title: str
+    body: list[str] = field(default_factory=list)
+    rows: list[dict] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
+    skipped: str | None = None
+    seconds: float = 0.0
+    cpu_seconds: float = 0.0
+
+    def add(self, *lines: str) -> None:
+        self.body.extend(lines)
+
+    def file(self, ctx: Context, path) -> Path:
+        path = Path(path)
+        self.files.append(str(path.relative_to(ctx.out)) if path.is_relative_to(ctx.out) else str(path))
+        return path
+
+
+def md_table(frame: pd.DataFrame | list[dict], columns=None, digits: int = 4) -> str:
+    df = pd.DataFrame(frame)
+    if columns is not None:
+        df = df[[c for c in columns if c in df.columns]]
+    if df.empty:
+        return "_(no rows)_"
+    head = "| " + " | ".join(str(c) for c in df.columns) + " |"
+    sep = "|" + "---|" * len(df.columns)
+    lines = [head, sep]
+    for rec in df.itertuples(index=False):
+        cells = [fmt(v, digits) if not isinstance(v, str) else v for v in rec]
+        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    return "\n".join(lines)
+
+
+VERDICT_COLUMNS = ["dataset", "quantity", "paper", "ours", "diff", "tolerance", "verdict", "reason"]
+
+
+def section_markdown(section: Section) -> str:
+    lines = [f"## {section.title}", ""]
+    if section.skipped:
+        lines += [f"**Skipped:** {section.skipped}", ""]
+    lines += section.body
+    if section.rows:
+        lines += ["", "Ours vs paper:", "", md_table(section.rows, VERDICT_COLUMNS), ""]
+    if section.files:
+        lines += ["", "Files: " + ", ".join(f"`{f}`" for f in section.files), ""]
+    lines += [f"_({section.seconds:.0f} s wall, {section.cpu_seconds:.0f} s CPU)_", ""]
+    return "\n".join(lines)
+
+
+def run_section(fn, ctx: Context) -> Section:
+    """Run one artefact, timing it; an exception becomes a failed section, not a crash."""
+    import traceback
+
+    t0, c0 = time.perf_counter(), cpu_time()
+    try:
+        section = fn(ctx)
+    except Exception as exc:  # keep the other artefacts running; the report says what broke
+        section = Section(key=getattr(fn, "__module__", "artefact"), title=f"{getattr(fn, '__module__', fn)} (FAILED)")
+        section.skipped = f"failed with {type(exc).__name__}: {exc}"
+        section.add("```", traceback.format_exc().strip()[-3000:], "```")
+        section.rows.append(row(section.key, "artefact ran", "yes", "no", verdict=VERDICT_DIFFERS,
+                                reason=f"{type(exc).__name__}: {exc}"))
+    section.seconds = time.perf_counter() - t0
+    section.cpu_seconds = cpu_time() - c0
+    if ctx.max_prompts is not None:  # a prompt subset is a smoke run, never a reproduction
+        real = {label(k) for k in DATASETS}
+        for r in section.rows:
+            if r["dataset"] in real and r["verdict"] in (VERDICT_OK, VERDICT_DIFFERS):
+                r["verdict"] = VERDICT_OURS
+                r["reason"] = f"prompt subset (--max-prompts {ctx.max_prompts}): not comparable with the paper"
+    sec_dir = ctx.out / "sections"
+    sec_dir.mkdir(parents=True, exist_ok=True)
+    (sec_dir / f"{section.key}.md").write_text(section_markdown(section), encoding="utf-8")
+    pd.DataFrame(section.rows, columns=list(row("", "", 0, 0).keys())).to_csv(
+        sec_dir / f"{section.key}_verdicts.csv", index=False)
+    return section
+
+
+def cpu_time() -> float:
+    """CPU seconds of this process and its finished children (all threads)."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+# --------------------------------------------------------------------------------------
+# Report
+# --------------------------------------------------------------------------------------
+
+def versions() -> dict:
+    import importlib.metadata as md
+
+    out = {"python": platform.python_version()}
+    for pkg in ("oscar_jax", "jax", "jaxlib", "numpy", "scipy", "pandas", "matplotlib"):
+        try:
+            out[pkg] = md.version(pkg)
+        except md.PackageNotFoundError:
+            out[pkg] = "not installed"
+    return out
+
+
+def git_commit() -> str:
+    import subprocess
+
+    try:
+        rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=HERE, capture_output=True, text=True,
+                             timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=HERE,
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+        return rev + (" (+ uncommitted changes)" if dirty else "") if rev else "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def header_lines(ctx: Context, wall: float, cpu: float, load: tuple, title: str) -> list[str]:
+    v = versions()
+    quick_note = ("**quick** (fewer replicates: Table E2 {e2}, simulations {sim} per setting at N = {ns}, "
+                  "In-House bootstrap {ih}; every real-data fit and fold is as in the full run)").format(
+        e2=ctx.reps("e2"), sim=ctx.reps("sim"), ns=", ".join(f"{n:,}" for n in SIM_NS["quick"]), ih=ctx.reps("inhouse"))
+    lines = [
+        f"# {title}", "",
+        f"* Mode: {quick_note if ctx.quick else '**full** (paper replicate counts)'}"
+        + (f"; prompt subset: {ctx.max_prompts} clusters per dataset" if ctx.max_prompts else "")
+        + "".join(f"; {flag} {getattr(ctx.args, attr)}" for flag, attr in
+                  (("--models", "models"), ("--ns", "ns"), ("--control-n", "control_n"), ("--sim-methods", "sim_methods"),
+                   ("--replicates", "replicates"), ("--datasets", "datasets"))
+                  if getattr(ctx.args, attr, None) not in (None, "")),
+        f"* Run time: **{wall:.0f} s wall, {cpu:.0f} s CPU** (this process and its children); "
+        f"{os.cpu_count()} cores, load average {load[0]:.1f} at the start, {os.getloadavg()[0]:.1f} at the end "
+        "(the machine is shared, so wall time is an upper bound)",
+        f"* Seed: {ctx.seed} (folds, bootstraps, simulations, random second start)",
+        f"* Reference judge: {REFERENCE_JUDGE}; data: `{ctx.data_dir}`",
+        "* Versions: " + ", ".join(f"{k} {val}" for k, val in v.items()) + f"; commit {git_commit()}",
+        f"* Date: {time.strftime('%Y-%m-%d %H:%M:%S %Z')}; OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS')}",
+        "",
+    ]
+    return lines
+
+
+def write_report(ctx: Context, sections: list[Section], wall: float, cpu: float, load: tuple,
+                 path: Path | None = None, title: str = "OSCAR paper reproduction") -> Path:
+    rows = [r for s in sections for r in s.rows]
+    counts = pd.Series([r["verdict"] for r in rows]).value_counts().to_dict() if rows else {}
+    lines = header_lines(ctx, wall, cpu, load, title)
+    lines += ["## Summary", ""]
+    lines.append("Comparisons: " + ", ".join(f"{counts.get(v, 0)} {v}" for v in
+                                              (VERDICT_OK, VERDICT_DIFFERS, VERDICT_NE, VERDICT_SKIPPED, VERDICT_OURS))
+                 + f" ({len(rows)} in all; tolerances and their reasons in `paper_repro/published.json`).")
+    lines.append("")
+    head = [r for r in rows if r["headline"]]
+    if head:
+        lines += ["### Headline numbers", "", md_table(head, ["dataset", "quantity", "paper", "ours", "diff",
+                                                              "tolerance", "verdict", "reason"]), ""]
+    lines += ["### What differs and why", ""]
+    differs = [r for r in rows if r["verdict"] == VERDICT_DIFFERS]
+    lines.append(f"**{len(differs)} compared number(s) outside their tolerance.**" if differs else
+                 "**No compared number is outside its tolerance.**")
+    lines.append("")
+    reasons: dict[str, list[str]] = {}
+    for verdict in (VERDICT_DIFFERS, VERDICT_NE, VERDICT_SKIPPED):
+        for r in rows:
+            if r["verdict"] == verdict:
+                what = f"{r['artefact']}: {r['dataset'] + ' ' if r['dataset'] else ''}{r['quantity']}"
+                reasons.setdefault(f"{r['verdict']} — {r['reason'] or 'no reason recorded'}", []).append(what)
+    for reason, items in reasons.items():
+        shown = "; ".join(items[:8]) + (f"; … ({len(items) - 8} more)" if len(items) > 8 else "")
+        lines.append(f"* **{reason}** ({len(items)}): {shown}")
+    lines += ["", "### Artefacts", ""]
+    lines.append(md_table([{"artefact": s.title, "status": "skipped" if s.skipped else "ran",
+                            **{v: sum(r["verdict"] == v for r in s.rows) for v in
+                               (VERDICT_OK, VERDICT_DIFFERS, VERDICT_NE, VERDICT_SKIPPED, VERDICT_OURS)},
+                            "wall s": f"{s.seconds:.0f}", "CPU s": f"{s.cpu_seconds:.0f}"}
+                           for s in sections]))
+    lines.append("")
+    for s in sections:
+        lines.append(section_markdown(s))
+    path = path or (ctx.out / "REPORT.md")
+    path.write_text("\n".join(lines), encoding="utf-8")
+    pd.DataFrame(rows).to_csv(ctx.out / (path.stem + "_verdicts.csv"), index=False)
+    return path
+
+
+def standalone_main(run, argv, description: str, key: str, extra=None) -> int:
+    """``main(argv)`` of a single-artefact script: run it and write REPORT_<key>.md."""
+    parser = add_common_arguments(argparse.ArgumentParser(description=description))
+    if extra is not None:
+        extra(parser)
+    args = parser.parse_args(argv)
+    ctx = context_from_args(args)
+    ctx.args = args
+    load = os.getloadavg()
+    t0, c0 = time.perf_counter(), cpu_time()
+    section = run_section(run, ctx)
+    path = write_report(ctx, [section], time.perf_counter() - t0, cpu_time() - c0, load,
+                        path=ctx.out / f"REPORT_{key}.md", title=f"OSCAR paper reproduction: {section.title}")
+    print(f"wrote {path}")
+    return 0 if not section.skipped or not section.skipped.startswith("failed") else 1
