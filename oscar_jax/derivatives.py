@@ -11,6 +11,8 @@ of a dense Jacobian. All functions are pure and unjitted (jit at the API edge).
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -60,54 +62,67 @@ def judge_slot_index(layout: Layout):
     return jnp.stack(cols, axis=1)
 
 
+@lru_cache(maxsize=128)
+def _slot_major(layout: Layout) -> tuple[np.ndarray, np.ndarray]:
+    """(perm, J_perm): φ indices in *slot-major* order — the scores, then for each judge
+    slot j (log γ, bias terms, covariates, τ) all K judges — and J = ∂φ/∂θ in that order."""
+    with jax.ensure_compile_time_eval():
+        jidx = np.asarray(judge_slot_index(layout))
+    perm = np.concatenate([np.arange(layout.n_cand), jidx.T.reshape(-1)]).astype(np.int64)
+    return perm, np.asarray(layout.jacobian)[perm]
+
+
 def _assemble(P, arrays, stats, layout, with_hess=True):
     """Sum per-cell local gradients/Hessians into φ space, then map to θ.
 
     Every record touches two candidate slots (s_a, s_b) and judge k's slots, and its
     Hessian is given by its distinct entries (:class:`~oscar_jax.model.HessianCells`):
     ∂²/∂d² goes to (a, a), (b, b) and −(a, b); ∂²/∂d∂φ_j to (a, k's slot j) and
-    −(b, k's slot j); the judge-slot pairs to judge k's block. Each is first reduced by
-    a segment sum over a small key — a or b, (a, b), (a or b, k), k — and only the
-    reduced blocks are scattered into the φ-space matrix. A direct scatter of every
-    record's entries is the same sum but runs at scalar-scatter speed on CPU (several
-    times slower for N ≳ 10⁴).
+    −(b, k's slot j); the judge-slot pairs to judge k's block. Each is reduced by a
+    segment sum over a small key — a or b, (a, b), (a or b, k), k — and the φ-space
+    matrix is then *built* from the reduced blocks in slot-major order (scores, then
+    slot by slot over judges, where a judge-judge block is diagonal in k) and mapped to
+    θ with J permuted the same way. Scattering the blocks into the matrix, or every
+    record's entries directly, is the same sum at scatter speed (several times slower
+    on CPU).
     """
-    jac = jnp.asarray(layout.jacobian)
-    n_phi, c, k_n = layout.n_phi, layout.n_cand, layout.n_judge
+    perm, jac_perm = _slot_major(layout)
+    jac_perm = jnp.asarray(jac_perm)
+    c, k_n = layout.n_cand, layout.n_judge
     a, b, k = arrays.a, arrays.b, arrays.k
-    jidx = judge_slot_index(layout)
-    n_j = jidx.shape[1]
+    n_j = len(layout.local_slots) - 2
     seg = jax.ops.segment_sum
     both = jnp.concatenate([a, b])
 
     vals, grads, hc = column_derivatives(P, arrays.z.T, stats.T, layout, with_hess=with_hess)
-    g_phi = jnp.zeros(n_phi, grads.dtype)
-    g_phi = g_phi.at[:c].add(seg(jnp.concatenate([grads[0], grads[1]]), both, num_segments=c))
-    if n_j:
-        g_phi = g_phi.at[jidx].add(seg(grads[2:].T, k, num_segments=k_n))
-    g = jac.T @ g_phi
+    # One segment sum per key, several statistics side by side.
+    by_cand = [jnp.concatenate([grads[0], grads[1]])]
+    by_judge = [grads[2:]]
+    if with_hess:
+        by_cand.append(jnp.concatenate([hc.dd, hc.dd]))
+        by_judge.append(hc.jj)
+    cand_sums = seg(jnp.stack(by_cand, axis=1), both, num_segments=c)              # (C, 1 or 2)
+    judge_sums = seg(jnp.concatenate(by_judge).T, k, num_segments=k_n)             # (K, n_j [+ pairs])
+    g_perm = jnp.concatenate([cand_sums[:, 0], judge_sums[:, :n_j].T.reshape(-1)])
+    g = jac_perm.T @ g_perm
     if not with_hess:
         return jnp.sum(vals), g, None
-    h_diag = seg(jnp.concatenate([hc.dd, hc.dd]), both, num_segments=c)
     h_ab = seg(hc.dd, a * c + b, num_segments=c * c).reshape(c, c)
-    h_phi = jnp.zeros((n_phi, n_phi), hc.dd.dtype)
-    h_phi = h_phi.at[:c, :c].add(jnp.diag(h_diag) - h_ab - h_ab.T)
-    if n_j:
-        h_cj = seg(jnp.concatenate([hc.dj, -hc.dj], axis=1).T, jnp.concatenate([a * k_n + k, b * k_n + k]),
-                   num_segments=c * k_n).reshape(c, k_n, n_j)
-        pairs = upper_pairs(n_j)
-        h_pairs = seg(hc.jj.T, k, num_segments=k_n)  # (K, n_pairs)
-        # Expand the distinct judge-slot pairs to the symmetric (K, n_j, n_j) blocks.
-        expand = np.zeros((len(pairs), n_j * n_j))
-        for p, (i, j) in enumerate(pairs):
-            expand[p, i * n_j + j] = expand[p, j * n_j + i] = 1.0
-        h_jj = (h_pairs @ jnp.asarray(expand)).reshape(k_n, n_j, n_j)
-        cand = jnp.arange(c)
-        rows = jnp.broadcast_to(cand[:, None, None], (c, k_n, n_j))
-        cols = jnp.broadcast_to(jidx[None], (c, k_n, n_j))
-        h_phi = h_phi.at[rows, cols].add(h_cj).at[cols, rows].add(h_cj)
-        h_phi = h_phi.at[jidx[:, :, None], jidx[:, None, :]].add(h_jj)
-    return jnp.sum(vals), g, jac.T @ h_phi @ jac
+    h_ss = jnp.diag(cand_sums[:, 1]) - h_ab - h_ab.T
+    if not n_j:
+        return jnp.sum(vals), g, jac_perm.T @ h_ss @ jac_perm
+    h_cj = seg(jnp.concatenate([hc.dj, -hc.dj], axis=1).T, jnp.concatenate([a * k_n + k, b * k_n + k]),
+               num_segments=c * k_n).reshape(c, k_n, n_j)
+    cross = jnp.transpose(h_cj, (0, 2, 1)).reshape(c, n_j * k_n)                   # (C, slot-major)
+    pairs = upper_pairs(n_j)
+    expand = np.zeros((len(pairs), n_j * n_j))  # distinct pairs → symmetric (n_j, n_j)
+    for q, (i, j) in enumerate(pairs):
+        expand[q, i * n_j + j] = expand[q, j * n_j + i] = 1.0
+    h_jj = (judge_sums[:, n_j:] @ jnp.asarray(expand)).reshape(k_n, n_j, n_j)
+    # Judge-slot block in slot-major order: entry (i·K + k, j·K + l) = δ_kl h_jj[k, i, j].
+    judge_block = jnp.einsum("kij,kl->ikjl", h_jj, jnp.eye(k_n, dtype=h_jj.dtype)).reshape(n_j * k_n, n_j * k_n)
+    h_perm = jnp.block([[h_ss, cross], [cross.T, judge_block]])
+    return jnp.sum(vals), g, jac_perm.T @ h_perm @ jac_perm
 
 
 def value_grad_hess(theta, arrays: DesignArrays, stats, layout: Layout):
