@@ -14,7 +14,7 @@ task        module                         package vs alternatives
 bt          bench_bt                       plain BT: compiled fast path vs evalica, choix,
                                            statsmodels (Chatbot Arena records)
 fit         bench_fit                      one OSCAR / J+P fit per dataset vs scipy L-BFGS-B
-bootstrap   bench_bootstrap ``speed``      500-replicate vmapped bootstrap vs loops
+bootstrap   bench_bootstrap ``speed``      500-replicate compiled bootstrap vs loops
 simulation  bench_simulation               Section 7 sweep vs a scipy loop (extrapolated)
 bayes       bench_bayes                    NUTS next to the point fit (its own table)
 scaling     bench_scaling                  10³ … 10⁶ records, up to 500 candidates vs scipy
@@ -128,7 +128,7 @@ def collect_fit(result, out: Outcome, quick: bool):
 
 def collect_bootstrap(text: str, out: Outcome, quick: bool):
     rows = {}
-    for label in ("a", "b", "c"):
+    for label in ("a", "a2", "b", "c"):
         m = re.search(rf"^\| \({label}\) ([^|]*)\| ([^|]*)\| ([\d.]+) \|", text, re.M)
         if m:
             rows[label] = (m.group(1).strip(), m.group(2).strip(), float(m.group(3)))
@@ -138,7 +138,8 @@ def collect_bootstrap(text: str, out: Outcome, quick: bool):
     a_name, _, a_s = rows["a"]
     agree = _find(r"^(Agreement: .*)$", text, cast=str) or ""
     failed = _find(r"^(Replicates failing .*?)\(", text, cast=str) or ""
-    for key, alt in (("b", "Python loop over `core.fit_core_jit`"), ("c", "Python loop over scipy L-BFGS-B")):
+    for key, alt in (("a2", "the same compiled chunks fully vmapped"), ("b", "Python loop over `core.fit_core_jit`"),
+                     ("c", "Python loop over scipy L-BFGS-B")):
         if key in rows:
             out.rows.append(Row("bootstrap", f"{reps} replicates, {a_name}", a_s,
                                 f"{alt} ({rows[key][1]} timed)", rows[key][2],

@@ -67,8 +67,28 @@ def penalized_functions(arrays: DesignArrays, stats, layout: Layout, ridge):
     return vgh, value
 
 
+def _extreme_eigs(m):
+    """(smallest, largest) eigenvalue of a symmetric matrix.
+
+    A positive definite matrix (Cholesky succeeds: every fit that passes B.3) has its
+    eigenvalues equal to its singular values, and on CPU the SVD costs half of
+    ``eigvalsh``; an indefinite one takes ``eigvalsh`` (under ``vmap`` both run).
+    """
+    pd = jnp.all(jnp.isfinite(jnp.linalg.cholesky(m)))
+
+    def from_svd(x):
+        sv = jnp.linalg.svd(x, compute_uv=False)
+        return sv[-1], sv[0]
+
+    def from_eigh(x):
+        ev = jnp.linalg.eigvalsh(x)
+        return ev[0], ev[-1]
+
+    return jax.lax.cond(pd, from_svd, from_eigh, m)
+
+
 def _free_block_eigs(matrix, mask):
-    """Eigenvalues of the free block of a symmetric matrix, fixed coordinates moved aside.
+    """(smallest, largest) eigenvalue of the free block of a symmetric matrix.
 
     Fixed coordinates get the free block's mean diagonal, which lies inside its spectrum,
     so the extreme eigenvalues are those of the free block alone.
@@ -76,7 +96,7 @@ def _free_block_eigs(matrix, mask):
     n_free = jnp.maximum(jnp.sum(mask), 1.0)
     fill = jnp.sum(jnp.diag(matrix) * mask) / n_free
     m = matrix * jnp.outer(mask, mask) + jnp.diag((1.0 - mask) * fill)
-    return jnp.linalg.eigvalsh(m)
+    return _extreme_eigs(m)
 
 
 def fit_core(arrays: DesignArrays, omega, theta_starts, *, layout: Layout, n_clusters: int,
@@ -139,12 +159,13 @@ def fit_core(arrays: DesignArrays, omega, theta_starts, *, layout: Layout, n_clu
     n_free = jnp.sum(mask)
 
     info = expected_information(theta, arrays, stats, layout) * jnp.outer(mask, mask)
-    info_eigs = jnp.linalg.eigvalsh(info)
+    # R̂ᵀŴR̂ is positive semi-definite, so its eigenvalues are its singular values (half
+    # the cost of eigvalsh on CPU).
+    info_eigs = jnp.linalg.svd(info, compute_uv=False)
     info_thr = jnp.maximum(1e-12, 1e-10 * jnp.max(info_eigs))
     n_identified = jnp.sum(info_eigs > info_thr)
 
-    h_eigs = _free_block_eigs(sol.hess, mask)
-    min_eig, max_eig = h_eigs[0], h_eigs[-1]
+    min_eig, max_eig = _free_block_eigs(sol.hess, mask)
     curvature = min_eig > jnp.maximum(1e-12, 1e-13 * max_eig)
     at_bound = jnp.any(is_v & (mask > 0) & (jnp.abs(theta) >= v_bound - 1e-9))
 

@@ -684,8 +684,9 @@ def bootstrap(data, model: str | ModelSpec = "oscar", replicates: int = 500, see
               ci_prob: float = 0.95, full: FitResult | None = None, chunk_size: int | None = None,
               max_iter: int = 100, reference_judge: str | None = None, family_map=None, covariates=(),
               schema: str | None = None, bothbad: str = "tie", ridge: float | None = None,
-              show_progress: bool | None = None, warn: bool = True) -> BootstrapResult:
-    """Prompt bootstrap of a fit (method §5): refit on multinomial prompt weights, vmapped.
+              show_progress: bool | None = None, warn: bool = True,
+              vmap_width: int | None = None) -> BootstrapResult:
+    """Prompt bootstrap of a fit (method §5): refit on multinomial prompt weights in compiled batches.
 
     Parameters
     ----------
@@ -703,6 +704,9 @@ def bootstrap(data, model: str | ModelSpec = "oscar", replicates: int = 500, see
         model to reuse (else :func:`~oscar_jax.fit` is called with ``seed``).
     chunk_size
         Replicates per compiled call (bounded memory; default automatic).
+    vmap_width
+        Replicates solved side by side within a call (default: 1 on CPU, the whole chunk
+        on an accelerator; see :mod:`oscar_jax.batching`). The estimates do not depend on it.
 
     Notes
     -----
@@ -740,7 +744,7 @@ def bootstrap(data, model: str | ModelSpec = "oscar", replicates: int = 500, see
     key = jax.random.fold_in(jax.random.PRNGKey(int(seed)), 1)
     omega = np.asarray(bootstrap_weights(key, design.n_clusters, replicates))
     batch = fit_batch(design, eff, omega, starts=full.theta, chunk_size=chunk, max_iter=max_iter,
-                      show_progress=show_progress, desc=f"{eff.name} bootstrap")
+                      show_progress=show_progress, desc=f"{eff.name} bootstrap", vmap_width=vmap_width)
     batch = BatchFit(core=batch.core, omega=batch.omega, spec=spec, effective_spec=eff, layout=layout,
                      notes=full.notes)
     return BootstrapResult(full=full, batch=batch, seed=int(seed), ci_prob=ci_prob)
