@@ -234,7 +234,7 @@ def collect_bayes(text: str, out: Outcome, quick: bool):
             continue
         out.rows.append(Row("bayes", f"{r[0]} (NUTS; first call {float(r[1]):.0f} s)", float(r[2]),
                             "oscar_jax point fit + sandwich (reference, not an alternative)", float(point[2]),
-                            f"min bulk ESS {r[3].strip()}, ESS/s {r[4].strip()}, max R-hat {r[5].strip()}, "
+                            f"min ESS (bulk, tail) {r[3].strip()}, ESS/s {r[4].strip()}, max R-hat {r[5].strip()}, "
                             f"divergences {r[6].strip()}"))
 
 

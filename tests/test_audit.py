@@ -14,8 +14,22 @@ import pytest
 import scipy.stats as ss
 
 import oscar_jax  # noqa: F401  (float64)
-from oscar_jax.audit import AuditSimParams, audit, load_audit, simulate_audit, simulate_audit_frame, true_rates
-from oscar_jax.audit.stats import binom_cdf_half, clustered_mcnemar, item_bootstrap, sign_test, t_ppf, ttest_ind
+from oscar_jax.audit import (
+    AuditSimParams,
+    audit,
+    load_audit,
+    simulate_audit,
+    simulate_audit_frame,
+    true_rates,
+)
+from oscar_jax.audit.stats import (
+    binom_cdf_half,
+    clustered_mcnemar,
+    item_bootstrap,
+    sign_test,
+    t_ppf,
+    ttest_ind,
+)
 from oscar_jax.validate import OscarInputError
 
 # Closed-form arithmetic on a handful of numbers: only rounding separates us from exact.
@@ -267,7 +281,8 @@ def test_cli_audit_json_table_and_plot(tmp_path, capsys):
     path = tmp_path / "audit.csv"
     frame.to_csv(path, index=False)
     args = [str(path), "--attribute", "advertiser", "--reference", "Retailer A", "--original", "Original",
-            "--labels", "good,fair,bad", "--n-boot", "200", "--warmup", "100", "--draws", "100", "--chains", "2"]
+            "--labels", "good,fair,bad", "--n-boot", "200", "--warmup", "100", "--draws", "100", "--chains", "2",
+            "--chain-method", "sequential"]
     assert main(["audit", *args, "--format", "json", "--out", str(tmp_path / "out")]) == 0
     payload = json.loads(capsys.readouterr().out)
     conds = {c["condition"]: c for c in payload["conditions"]}

@@ -13,7 +13,13 @@ import numpy as np
 import pytest
 
 import oscar_jax  # noqa: F401
-from oscar_jax.audit import AuditSimParams, bayes_calibration, calibration_study, fit_bayes, simulate_audit_data
+from oscar_jax.audit import (
+    AuditSimParams,
+    bayes_calibration,
+    calibration_study,
+    fit_bayes,
+    simulate_audit_data,
+)
 from oscar_jax.audit.calibrate import summarize_calibration
 
 ALPHA = 0.05
@@ -68,7 +74,7 @@ def test_ttest_across_runs_is_anticonservative_with_item_condition_interaction()
     for metric in ("bad_dr", "fair_dr"):
         for contrast in ("cond1", "cond2", "others (mean)"):
             t_fpr = _row(table, metric, "ttest_runs", contrast)["reject"]
-            # Measured 0.19–0.28 (docs/audit.md); 0.12 is 3 se above the nominal band.
+            # Measured 0.23–0.27 at these settings (docs/audit.md); 0.12 is ~3 se above the nominal band.
             assert t_fpr > 0.12, (metric, contrast, t_fpr)
         for method in PAIRED:
             for contrast in ("cond1", "cond2"):
@@ -95,16 +101,18 @@ def test_ttest_across_runs_is_anticonservative_with_item_condition_interaction()
 
 @pytest.mark.slow
 def test_bayesian_intervals_cover_the_true_effect():
-    # 40 audits in one NUTS run (a plate over audits); 40 null and 40 non-null intervals.
-    # MC se of a 95% coverage from 80 intervals is 0.024, of a 5% rate from 40 is 0.034.
+    # 30 audits in one NUTS run (a plate over audits); 30 null and 30 non-null intervals.
+    # MC se of a 95% coverage from 60 intervals is 0.028, of a 5% rate from 30 is 0.040.
+    # Kept small for the suite; benchmarks/bench_audit.py runs 100 audits × 60 items × 4
+    # runs, with and without the interaction term (figures in docs/audit.md).
     params = AuditSimParams(effects=(0.0, 0.0, 0.5), interaction_sd=0.0)
-    res = bayes_calibration(21, 40, 50, 3, params, n_warmup=150, n_draws=150, interaction=False)
+    res = bayes_calibration(21, 30, 40, 3, params, n_warmup=100, n_draws=100, interaction=False)
     assert res.attrs["divergences"] == 0
     assert res["r_hat"].max() < 1.1
     coverage = res["covered"].mean()
-    assert coverage >= 0.95 - 4 * np.sqrt(0.95 * 0.05 / 80), coverage
+    assert coverage >= 0.95 - 4 * np.sqrt(0.95 * 0.05 / 60), coverage
     null = res[res.condition == 1]
-    assert null["reject"].mean() <= 0.05 + 3 * np.sqrt(0.05 * 0.95 / 40)
+    assert null["reject"].mean() <= 0.05 + 3 * np.sqrt(0.05 * 0.95 / 30)
     effect = res[res.condition == 2]
     assert effect["reject"].mean() > 0.5          # the effect is found in most audits
     assert abs(effect["estimate"].mean() - 0.5) < 0.1
@@ -113,7 +121,8 @@ def test_bayesian_intervals_cover_the_true_effect():
 def test_bayesian_logit_model_recovers_probability_effects():
     params = AuditSimParams(kind="prob", effects=(0.0, 0.3, -0.3), interaction_sd=0.3, noise_sd=0.5)
     data = simulate_audit_data(4, 120, 3, params)
-    res = fit_bayes(data, "cond0", num_warmup=200, num_samples=200, num_chains=2, progress_bar=False)
+    res = fit_bayes(data, "cond0", num_warmup=200, num_samples=200, num_chains=2, progress_bar=False,
+                    chain_method="sequential")
     summ = res.summary.set_index("condition")
     for c, truth in (("cond1", 0.3), ("cond2", -0.3)):
         assert summ.loc[c, "lo"] <= truth <= summ.loc[c, "hi"], (c, summ.loc[c].to_dict())

@@ -15,7 +15,18 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from benchmarks import bench_bt, bench_scaling, run_all  # noqa: E402
+from benchmarks import (  # noqa: E402
+    bench_audit,
+    bench_bayes,
+    bench_bootstrap,
+    bench_bt,
+    bench_fit,
+    bench_scaling,
+    bench_simulation,
+    run_all,
+)
+from benchmarks.studies import bayes_coverage  # noqa: E402
+from helpers import shared_data  # noqa: E402
 
 pytest.importorskip("evalica")
 
@@ -79,3 +90,56 @@ def test_collectors_parse_the_other_benchmarks_tables():
     out = run_all.Outcome("bayes", "ok")
     run_all.collect_bayes(bayes, out, False)
     assert out.rows[0].package_s == 40.2 and out.rows[0].alternative_s == 0.045
+
+
+def test_bench_fit_quick(tmp_path):
+    shared_data("mtbench")  # skips with a message when the shared data are absent
+    bench_fit.main(["--quick", "--repeats", "1", "--out", str(tmp_path / "fit.md")])
+    text = (tmp_path / "fit.md").read_text(encoding="utf-8")
+    assert "| MT-Bench | OSCAR |" in text and "pass" in text
+
+
+def test_bench_bootstrap_speed_on_simulated_data(tmp_path):
+    import oscar_jax as oj
+
+    data = tmp_path / "sim.csv"
+    oj.simulate_frame(seed=0, n_prompts=60).to_csv(data, index=False)
+    out = tmp_path / "bootstrap.md"
+    bench_bootstrap.main(["speed", "--data", str(data), "--reference-judge", "judge0", "--replicates", "6",
+                          "--chunk-size", "3", "--loop-subset", "3", "--scipy-subset", "2", "--repeats", "1",
+                          "--output", str(out)])
+    text = out.read_text(encoding="utf-8")
+    for row in ("| (a) ", "| (a2) ", "| (b) ", "| (c) "):
+        assert row in text
+    parsed = run_all.Outcome("bootstrap", "ok")
+    run_all.collect_bootstrap(text, parsed, True)
+    assert len(parsed.rows) == 3
+
+
+def test_bench_simulation_quick(tmp_path):
+    bench_simulation.main(["--quick", "--out", str(tmp_path)])
+    text = (tmp_path / "simulation.md").read_text(encoding="utf-8")
+    parsed = run_all.Outcome("simulation", "ok")
+    run_all.collect_simulation(text, parsed, True)
+    assert parsed.rows and parsed.rows[0].package_s > 0
+
+
+def test_bench_bayes_quick(capsys):
+    assert bench_bayes.main(["--quick"]) == 0
+    text = capsys.readouterr().out
+    parsed = run_all.Outcome("bayes", "ok")
+    run_all.collect_bayes(text, parsed, True)
+    assert parsed.rows
+
+
+def test_bench_audit_quick(tmp_path):
+    out = tmp_path / "audit.md"
+    bench_audit.main(["--quick", "--no-bayes", "--out", str(out)])
+    text = out.read_text(encoding="utf-8")
+    assert "quick smoke run" in text and "ttest_runs" in text
+
+
+def test_bayes_coverage_study_quick(tmp_path):
+    bayes_coverage.main(["--quick", "--out", str(tmp_path / "coverage.csv")])
+    rows = (tmp_path / "bayes_coverage_quick.csv").read_text(encoding="utf-8").splitlines()
+    assert rows[0].startswith("rep,") and len(rows) > 2

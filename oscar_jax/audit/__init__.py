@@ -11,20 +11,31 @@ false-positive rates, power and coverage on them.
 from .. import _x64  # noqa: F401
 from .analysis import AuditResult, audit
 from .bayes import BayesPrior, BayesResult, fit_bayes
-from .calibrate import bayes_calibration, calibration_study, summarize_calibration, true_contrasts
+from .calibrate import (
+    bayes_calibration,
+    calibration_study,
+    summarize_calibration,
+    true_contrasts,
+)
 from .data import DEFAULT_LABELS, AuditData, AuditReport, load_audit, parse_labels
-from .simulate import (RETAILER_EXAMPLE, AuditSimParams, simulate_audit, simulate_audit_data,
-                       simulate_audit_frame, true_rates)
+from .simulate import (
+    RETAILER_EXAMPLE,
+    AuditSimParams,
+    simulate_audit,
+    simulate_audit_data,
+    simulate_audit_frame,
+    true_rates,
+)
 
 __all__ = [
+    "DEFAULT_LABELS",
+    "RETAILER_EXAMPLE",
     "AuditData",
     "AuditReport",
     "AuditResult",
     "AuditSimParams",
     "BayesPrior",
     "BayesResult",
-    "DEFAULT_LABELS",
-    "RETAILER_EXAMPLE",
     "audit",
     "bayes_calibration",
     "calibration_study",

@@ -29,10 +29,15 @@ import pandas as pd
 
 from .. import _x64  # noqa: F401
 from ..report import fmt_ci, render_table
-from ..validate import OscarInputError, check_ci_prob, check_choice, check_positive_int
+from ..validate import OscarInputError, check_choice, check_ci_prob, check_positive_int
 from .bayes import BayesResult, fit_bayes
 from .data import AuditData, load_audit
-from .inference import METRICS, consistency_tests_jit, frequentist_tests_jit, metric_arrays
+from .inference import (
+    METRICS,
+    consistency_tests_jit,
+    frequentist_tests_jit,
+    metric_arrays,
+)
 from .measures import label_distribution, run_rates
 from .stats import ALTERNATIVES, ttest_ind
 
@@ -122,36 +127,51 @@ class AuditResult:
     def report(self, width: int = 100) -> str:
         """Paper-style table, then the effects by metric, as fixed-width text."""
         d = self.data
-        lines = [f"Counterfactual audit of {d.attribute or 'the attribute'}: {d.n_items} items × "
-                 f"{d.n_conditions} conditions × {d.n_reps} runs ({d.kind} outputs); reference {self.reference!r}"]
+        lines = [(f"Counterfactual audit of {d.attribute or 'the attribute'}: {d.n_items} items × "
+                  f"{d.n_conditions} conditions × {d.n_reps} runs ({d.kind} outputs); reference {self.reference!r}")]
         lines.append(d.report.summary())
         pt = self.paper_table()
         conds = list(d.conditions)
         cols = [("metric", "metric", "")] + [(c, c, ".1f") for c in conds] + [("p_value", "p (t-test)", ".3g")]
-        lines += ["", "Paper-style table (means over runs; p: reference vs mean of "
-                  f"{', '.join(self.others) or '–'}, two-sample t-test across runs, {self.alternative})",
+        lines += ["", ("Paper-style table (means over runs; p: reference vs mean of "
+                       f"{', '.join(self.others) or '–'}, two-sample t-test across runs, {self.alternative})"),
                   render_table(pt, cols, width=max(width, 200))]
         eff = self.effects_frame.copy()
         pct = eff["metric"].isin(["bad_dr", "fair_dr", "mean_prel", "consistency"])
         scale = np.where(pct, 100.0, 1.0)
         eff["est"] = eff["estimate"] * scale
         eff["ci"] = [fmt_ci(lo * s, hi * s) for lo, hi, s in zip(eff["lo"], eff["hi"], scale)]
+        n_draws = self.bayes.diagnostics["n_draws"] if self.bayes is not None else 0
+        # Resampling p-values have a floor: a posterior tail area of 0 only says "below
+        # 2 / draws", and the bootstrap's smallest p is 2 / (B + 1) (1 / (B + 1) one-sided).
+        boot_min = (2.0 if self.alternative == "two-sided" else 1.0) / (self.n_boot + 1.0)
+
+        def fmt_p(p, m):
+            if not np.isfinite(p):
+                return "–"
+            if p == 0 and m.startswith("bayes"):
+                return f"<{2.0 / n_draws:.2g}"
+            if m == "bootstrap_items" and p <= boot_min * (1 + 1e-9):
+                return f"≤{boot_min:.2g}"
+            return format(p, ".3g")
+
+        eff["p"] = [fmt_p(p, m) for p, m in zip(eff["p_value"], eff["method"])]
         for metric, block in eff.groupby("metric", sort=False):
             unit = "percentage points" if metric in ("bad_dr", "fair_dr", "mean_prel", "consistency") else "log-odds"
             base = block["baseline"].iloc[0]
             lines += ["", f"{METRIC_LABEL[metric]}: condition − {base} ({unit}; {int(self.ci_prob * 100)}% intervals)"]
             cols = [("condition", "condition", ""), ("method", "method", ""), ("est", "estimate", "+.2f"),
-                    ("ci", "interval", ""), ("p_value", "p", ".3g")]
+                    ("ci", "interval", ""), ("p", "p", "")]
             if block["p_gt_0"].notna().any():
                 cols.append(("p_gt_0", "P(δ>0)", ".3f"))
             lines.append(render_table(block.reset_index(drop=True), cols, width=width))
         if self.bayes is not None:
             dg = self.bayes.diagnostics
             rh = "–" if dg["max_r_hat"] is None else f"{dg['max_r_hat']:.3f}"
-            lines += ["", f"Bayesian model ({self.bayes.scale}; item effects"
-                      f"{' and item × condition interaction' if self.bayes.interaction else ''}): "
-                      f"{dg['num_chains']} chains × {dg['n_draws'] // max(dg['num_chains'], 1)} draws, "
-                      f"max R̂ {rh}, {dg['divergences']} divergences"]
+            lines += ["", (f"Bayesian model ({self.bayes.scale}; item effects"
+                           f"{' and item × condition interaction' if self.bayes.interaction else ''}): "
+                           f"{dg['num_chains']} chains × {dg['n_draws'] // max(dg['num_chains'], 1)} draws, "
+                           f"max R̂ {rh}, {dg['divergences']} divergences")]
         for note in self.notes:
             lines.append(f"note: {note}")
         return "\n".join(lines)

@@ -41,7 +41,7 @@ from numpyro.distributions import constraints
 from numpyro.infer import MCMC, NUTS
 
 from .. import _x64  # noqa: F401
-from ..validate import OscarInputError, check_ci_prob, check_choice, check_positive_int
+from ..validate import OscarInputError, check_choice, check_ci_prob, check_positive_int
 from .data import AuditData
 
 __all__ = ["BayesPrior", "BayesResult", "fit_bayes", "logit_model", "model_for", "ordinal_log_probs",
@@ -180,8 +180,9 @@ def summarize_draws(delta, ci_prob: float = 0.95) -> dict[str, np.ndarray]:
     """Posterior summaries of (chains, draws, K) effect draws: mean, sd, equal-tailed interval,
     P(δ > 0), the two-sided tail area 2·min(P(δ > 0), P(δ < 0)), split R̂ and bulk ESS.
 
-    The tail area is below 1 − ci_prob exactly when the equal-tailed interval excludes 0,
-    so "reject" means the same thing for the Bayesian rows as for the tests.
+    The tail area is below 1 − ci_prob when the equal-tailed interval excludes 0 (up to
+    the discreteness of the draws at the boundary), so "reject" means the same thing for
+    the Bayesian rows as for the tests.
     """
     from numpyro.diagnostics import effective_sample_size, split_gelman_rubin
 

@@ -35,7 +35,7 @@ import pandas as pd
 from ..data import read_table
 from ..validate import OscarInputError, check_choice, resolve_name
 
-__all__ = ["AuditData", "AuditReport", "DEFAULT_LABELS", "load_audit", "parse_labels"]
+__all__ = ["DEFAULT_LABELS", "AuditData", "AuditReport", "load_audit", "parse_labels"]
 
 # Most favourable first, as the paper lists them (good, fair, bad).
 DEFAULT_LABELS = ("good", "fair", "bad")
@@ -162,7 +162,7 @@ class AuditData:
     @classmethod
     def from_arrays(cls, values, mask=None, *, kind: str = "label", conditions=None,
                     labels=DEFAULT_LABELS, items=None, repetitions=None,
-                    attribute: str | None = None) -> "AuditData":
+                    attribute: str | None = None) -> AuditData:
         """Wrap simulated or precomputed (I, C, R) arrays (codes 0 = least favourable)."""
         check_choice("kind", kind, ("label", "prob"))
         values = np.asarray(values)

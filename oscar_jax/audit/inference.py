@@ -126,9 +126,9 @@ def frequentist_tests(key, values, mask, *, kind: str, n_labels: int, ref: int, 
             out[name]["mcnemar_clustered"] = {"estimate": e, "lo": nan, "hi": nan, "p": jnp.append(p_mc[j], jnp.nan)}
             out[name]["sign_exact"] = {"estimate": e, "lo": nan, "hi": nan, "p": jnp.append(p_sign[j], jnp.nan)}
     not_self = jnp.arange(width) != ref
-    for name in out:
-        for method in out[name]:
-            out[name][method] = {k: jnp.where(not_self, v, jnp.nan) for k, v in out[name][method].items()}
+    for by_method in out.values():
+        for method, res in by_method.items():
+            by_method[method] = {k: jnp.where(not_self, v, jnp.nan) for k, v in res.items()}
     return out
 
 

@@ -53,7 +53,9 @@ def add_arguments(parser):
     parser.add_argument("--no-bayes", action="store_true", help="skip the Bayesian model")
     parser.add_argument("--warmup", type=int, default=500, help="NUTS warm-up per chain (default 500)")
     parser.add_argument("--draws", type=int, default=500, help="NUTS draws per chain (default 500)")
-    parser.add_argument("--chains", type=int, default=4, help="NUTS chains, vectorized (default 4)")
+    parser.add_argument("--chains", type=int, default=4, help="NUTS chains (default 4)")
+    parser.add_argument("--chain-method", choices=["vectorized", "sequential"], default="vectorized",
+                        help="run the chains vmapped (default) or one after another (often faster on CPU)")
     parser.add_argument("--ci-prob", type=float, default=0.95, help="interval level (default 0.95)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the bootstrap and the sampler (default 0)")
     parser.add_argument("--format", choices=["table", "json"], default="table", help="output format")
@@ -74,7 +76,8 @@ def run(args) -> int:
     result = audit(data, args.reference, original=args.original, duplicate=args.duplicate,
                    others=_names(args.others), alternative=args.alternative, ci_prob=args.ci_prob,
                    n_boot=args.n_boot, seed=args.seed, equal_var=not args.welch, bayes=not args.no_bayes,
-                   bayes_options={"num_warmup": args.warmup, "num_samples": args.draws, "num_chains": args.chains})
+                   bayes_options={"num_warmup": args.warmup, "num_samples": args.draws, "num_chains": args.chains,
+                                  "chain_method": args.chain_method})
     payload = result.to_dict()
     plots = []
     if args.out:
