@@ -100,7 +100,7 @@ def _free_block_eigs(matrix, mask):
 
 
 def fit_core(arrays: DesignArrays, omega, theta_starts, *, layout: Layout, n_clusters: int,
-             ridge=0.05, v_bound=15.0, max_iter: int = 100, gtol=1e-12, mask=None) -> FitCore:
+             ridge=0.05, v_bound=15.0, max_iter: int = 100, gtol=1e-12, mask=None, stats=None) -> FitCore:
     """Penalized fit from several starts; keeps the smallest objective (B.3).
 
     Parameters
@@ -111,11 +111,14 @@ def fit_core(arrays: DesignArrays, omega, theta_starts, *, layout: Layout, n_clu
     theta_starts : (S, P) starting points (zero and N(0, 0.08²) in the paper).
     mask : optional (P,) fixed-coordinate mask; default: B.2 column selection on the
         weighted data (so it is redone on every replicate).
+    stats : optional (C_, 3) cell statistics of ``omega`` when already known (the
+        full-data fit passes ``arrays.stats``), saving one segment sum over the pairs.
     gtol : solver tolerance on ‖∇‖∞ relative to N. Far stricter than B.3's 1e-7 so that
         fits by different paths (warm/cold starts, sharded batches) agree to ~1e-10;
         quadratic convergence makes it cost at most one extra Newton step.
     """
-    stats = cell_stats_from_cluster_weights(arrays, omega, arrays.a.shape[0])
+    if stats is None:
+        stats = cell_stats_from_cluster_weights(arrays, omega, arrays.a.shape[0])
     if mask is None:
         mask = column_mask(arrays, stats, layout)
     vgh, value = penalized_functions(arrays, stats, layout, ridge)

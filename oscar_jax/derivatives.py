@@ -63,31 +63,42 @@ def judge_slot_index(layout: Layout):
 
 
 @lru_cache(maxsize=128)
-def _slot_major(layout: Layout) -> tuple[np.ndarray, np.ndarray]:
-    """(perm, J_perm): φ indices in *slot-major* order — the scores, then for each judge
-    slot j (log γ, bias terms, covariates, τ) all K judges — and J = ∂φ/∂θ in that order."""
+def _theta_map(layout: Layout) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """How θ reads the reduced blocks: (Helmert C, judge of, slot of) each non-score θ.
+
+    φ = J θ is the scores s = C u plus a *selection* of the judge slots (every slot of
+    every judge except the reference's log γ), so ∇_θ and ∇²_θ need the Helmert
+    products on the score block and gathers elsewhere, not a dense Jᵀ H J. The judge and
+    slot are read off J itself, so this cannot drift from ``Layout.jacobian``.
+    """
+    c = layout.n_cand
     with jax.ensure_compile_time_eval():
-        jidx = np.asarray(judge_slot_index(layout))
-    perm = np.concatenate([np.arange(layout.n_cand), jidx.T.reshape(-1)]).astype(np.int64)
-    return perm, np.asarray(layout.jacobian)[perm]
+        jidx = np.asarray(judge_slot_index(layout))        # (K, n_j) φ index of (judge, slot)
+    jac = np.asarray(layout.jacobian)
+    owner = {int(jidx[k, j]): (k, j) for k in range(jidx.shape[0]) for j in range(jidx.shape[1])}
+    rest = jac[:, c - 1:]
+    if np.any(jac[:c, c - 1:]) or np.any(jac[c:, :c - 1]) or not np.all(np.sum(rest != 0, axis=0) == 1):
+        raise AssertionError("unexpected structure of Layout.jacobian")  # guards the derivation above
+    rows = np.argmax(rest != 0, axis=0)
+    judge = np.asarray([owner[int(r)][0] for r in rows], np.int32)
+    slot = np.asarray([owner[int(r)][1] for r in rows], np.int32)
+    return jac[:c, :c - 1], judge, slot
 
 
 def _assemble(P, arrays, stats, layout, with_hess=True):
-    """Sum per-cell local gradients/Hessians into φ space, then map to θ.
+    """Sum per-cell local gradients/Hessians by parameter, then map to θ = (u, judge part).
 
     Every record touches two candidate slots (s_a, s_b) and judge k's slots, and its
     Hessian is given by its distinct entries (:class:`~oscar_jax.model.HessianCells`):
     ∂²/∂d² goes to (a, a), (b, b) and −(a, b); ∂²/∂d∂φ_j to (a, k's slot j) and
     −(b, k's slot j); the judge-slot pairs to judge k's block. Each is reduced by a
-    segment sum over a small key — a or b, (a, b), (a or b, k), k — and the φ-space
-    matrix is then *built* from the reduced blocks in slot-major order (scores, then
-    slot by slot over judges, where a judge-judge block is diagonal in k) and mapped to
-    θ with J permuted the same way. Scattering the blocks into the matrix, or every
-    record's entries directly, is the same sum at scatter speed (several times slower
-    on CPU).
+    segment sum over a small key — a or b, (a, b), (a or b, k), k — and the θ-space
+    matrix is *built* from the reduced blocks (:func:`_theta_map`): Helmert products on
+    the score block, gathers for the judge coordinates (two of which interact only
+    within one judge). Scattering into a φ-space matrix, or every record's entries
+    directly, is the same sum at scatter speed (several times slower on CPU).
     """
-    perm, jac_perm = _slot_major(layout)
-    jac_perm = jnp.asarray(jac_perm)
+    helm, judge_of, slot_of = (jnp.asarray(x) for x in _theta_map(layout))
     c, k_n = layout.n_cand, layout.n_judge
     a, b, k = arrays.a, arrays.b, arrays.k
     n_j = len(layout.local_slots) - 2
@@ -103,26 +114,25 @@ def _assemble(P, arrays, stats, layout, with_hess=True):
         by_judge.append(hc.jj)
     cand_sums = seg(jnp.stack(by_cand, axis=1), both, num_segments=c)              # (C, 1 or 2)
     judge_sums = seg(jnp.concatenate(by_judge).T, k, num_segments=k_n)             # (K, n_j [+ pairs])
-    g_perm = jnp.concatenate([cand_sums[:, 0], judge_sums[:, :n_j].T.reshape(-1)])
-    g = jac_perm.T @ g_perm
+    g = jnp.concatenate([helm.T @ cand_sums[:, 0], judge_sums[judge_of, slot_of]])
     if not with_hess:
         return jnp.sum(vals), g, None
     h_ab = seg(hc.dd, a * c + b, num_segments=c * c).reshape(c, c)
-    h_ss = jnp.diag(cand_sums[:, 1]) - h_ab - h_ab.T
+    h_uu = helm.T @ (jnp.diag(cand_sums[:, 1]) - h_ab - h_ab.T) @ helm
     if not n_j:
-        return jnp.sum(vals), g, jac_perm.T @ h_ss @ jac_perm
+        return jnp.sum(vals), g, h_uu
     h_cj = seg(jnp.concatenate([hc.dj, -hc.dj], axis=1).T, jnp.concatenate([a * k_n + k, b * k_n + k]),
                num_segments=c * k_n).reshape(c, k_n, n_j)
-    cross = jnp.transpose(h_cj, (0, 2, 1)).reshape(c, n_j * k_n)                   # (C, slot-major)
+    h_uj = helm.T @ h_cj[:, judge_of, slot_of]
     pairs = upper_pairs(n_j)
     expand = np.zeros((len(pairs), n_j * n_j))  # distinct pairs → symmetric (n_j, n_j)
     for q, (i, j) in enumerate(pairs):
         expand[q, i * n_j + j] = expand[q, j * n_j + i] = 1.0
     h_jj = (judge_sums[:, n_j:] @ jnp.asarray(expand)).reshape(k_n, n_j, n_j)
-    # Judge-slot block in slot-major order: entry (i·K + k, j·K + l) = δ_kl h_jj[k, i, j].
-    judge_block = jnp.einsum("kij,kl->ikjl", h_jj, jnp.eye(k_n, dtype=h_jj.dtype)).reshape(n_j * k_n, n_j * k_n)
-    h_perm = jnp.block([[h_ss, cross], [cross.T, judge_block]])
-    return jnp.sum(vals), g, jac_perm.T @ h_perm @ jac_perm
+    # Two judge coordinates interact only within one judge: δ_kl h_jj[k, slot, slot'].
+    same = judge_of[:, None] == judge_of[None, :]
+    h_vv = jnp.where(same, h_jj[judge_of[:, None], slot_of[:, None], slot_of[None, :]], 0.0)
+    return jnp.sum(vals), g, jnp.block([[h_uu, h_uj], [h_uj.T, h_vv]])
 
 
 def value_grad_hess(theta, arrays: DesignArrays, stats, layout: Layout):

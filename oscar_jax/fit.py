@@ -1,9 +1,10 @@
 """Penalized point fit of any OSCAR-family model (Sections 3.4, 5; Appendix B).
 
 ``fit()`` validates in Python, then makes one call to the jitted core, which runs the
-damped Newton solver from two starts (zero and N(0, 0.08²), as in B.3) in one vmapped
-batch and keeps the smaller objective, then computes cluster-robust and model-based
-covariances. Failed B.3 checks are recorded in the result and raised as warnings.
+damped Newton solver from two starts (zero and N(0, 0.08²), as in B.3) one after the
+other and keeps the smaller objective; the cluster-robust and model-based covariances
+are computed on first use. Failed B.3 checks are recorded in the result and raised as
+warnings.
 """
 
 from __future__ import annotations
@@ -119,7 +120,7 @@ def fit(data, model: str | ModelSpec = "oscar", *, reference_judge: str | None =
     theta0 = _starts_for(layout, starts, int(seed))
     omega = _unit_weights(design.n_clusters)
     core = fit_core_jit(design.arrays, omega, theta0, layout=layout, n_clusters=design.n_clusters,
-                        ridge=eff.ridge, v_bound=eff.v_bound, max_iter=max_iter)
+                        ridge=eff.ridge, v_bound=eff.v_bound, max_iter=max_iter, stats=design.arrays.stats)
     core = type(core)(*jax.device_get(tuple(core)))
     if not bool(core.curvature_ok):
         notes.append("covariances not computed: the penalized Hessian failed the B.3 curvature check")
