@@ -1,8 +1,36 @@
 import os
 
+import pytest
+
 # The CLI enables a persistent XLA cache in ~/.cache; tests must not write there.
 os.environ.setdefault("OSCAR_JAX_CACHE_DIR", "off")
 
 import jax  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
+
+# Every executable XLA:CPU compiles keeps a handful of memory mappings for its code until
+# it is freed, and jit caches keep executables alive. The suite compiles thousands of
+# programs in one process; near Linux's vm.max_map_count (65,530 by default) the next
+# compilation's mmap fails and XLA aborts or segfaults (seen in CI in test_sweep, never
+# when a module runs alone). Between modules, drop the compiled programs once the process
+# holds more than MAP_BUDGET mappings; modules below it keep their session-wide caches.
+MAP_BUDGET = int(os.environ.get("OSCAR_TEST_MAP_BUDGET", 20_000))
+
+
+def _n_mappings() -> int | None:
+    try:
+        with open("/proc/self/maps", "rb") as fh:
+            return sum(1 for _ in fh)
+    except OSError:  # not Linux: no such limit to respect
+        return None
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _bounded_compiled_programs():
+    yield
+    n = _n_mappings()
+    if n is not None and n > MAP_BUDGET:
+        from oscar_jax.sweep import release_compiled  # the module, not the re-exported function
+
+        release_compiled()

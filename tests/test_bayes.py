@@ -98,15 +98,21 @@ def test_log_posterior_is_minus_penalized_objective_and_mode_is_point_fit(sim_de
 
 
 def test_log_gamma_sampling_coordinates_round_trip():
-    v = jnp.asarray([-40.0, -30.5, -29.5, -5.0, -0.7, 0.0, 1.3, 4.0, 12.0, 15.0])
+    from oscar_jax.bayes._model import TAIL_SLOPE, _log_jacobian
+
+    v = jnp.asarray([-40.0, -30.5, -29.5, -8.0, -5.0, -3.0, -0.7, 0.0, 1.3, 4.0, 12.0, 15.0])
     is_v = jnp.ones(v.shape, bool)
     w = unconstrained_from_theta(v, is_v)
     np.testing.assert_allclose(theta_from_unconstrained(w, is_v), v, rtol=1e-12, atol=1e-12)
-    # γ = softplus(w) exactly (away from the floor), and other coordinates pass through
-    np.testing.assert_allclose(np.exp(v[3:]), jax.nn.softplus(w[3:]), rtol=1e-12)
-    np.testing.assert_array_equal(theta_from_unconstrained(w, ~is_v), w)
-    grads = jax.vmap(jax.grad(lambda x: theta_from_unconstrained(x, jnp.bool_(True))))(w)
-    assert np.all(np.isfinite(grads)) and np.all(np.asarray(grads) > 0)
+    np.testing.assert_array_equal(theta_from_unconstrained(w, ~is_v), w)  # other coordinates pass through
+    slope = jax.vmap(jax.grad(lambda x: theta_from_unconstrained(x, jnp.bool_(True))))(w)
+    assert np.all(np.isfinite(slope)) and np.all(np.asarray(slope) > 0)
+    # the log-Jacobian added to the potential is log dθ/dw, coordinate by coordinate
+    per = jax.vmap(lambda x: _log_jacobian(x[None], jnp.ones(1, bool)))(w)
+    np.testing.assert_allclose(per, np.log(np.asarray(slope)), rtol=1e-10, atol=1e-12)
+    # the prior tail (γ → 0) is compressed TAIL_SLOPE-fold; large γ ≈ w (softplus)
+    np.testing.assert_allclose(slope[0], TAIL_SLOPE, rtol=0.02)
+    np.testing.assert_allclose(np.exp(v[-1]), w[-1], rtol=1e-6)
 
 
 def test_marginal_win_prob_matches_quadrature():

@@ -146,34 +146,58 @@ def model_data(arrays: DesignArrays, mask, priors: Priors, layout: Layout, *, pr
                      is_log_gamma=jnp.asarray(is_v[free]))
 
 
-# Sampling coordinates of log γ. A near-random judge (γ̂_k ≈ 0.05 on MT-Bench) has a
-# log γ_k posterior that is the N(0, 1/λ) prior on the left and a wall on the right
-# whose steepness grows like γ_k² = e^{2v}: one NUTS step size cannot serve both, and
-# chains mixed badly between them (split R-hat 1.02 and tail ESS 35 from 4 × 1000 draws
-# for one seed). NUTS therefore moves in w with γ_k = softplus(w): for w → −∞, v ≈ w
-# (the prior tail is unchanged), and for large w, γ ≈ w, so the wall is Gaussian in w.
-# The target density is the same posterior of θ (prior in v plus the log-Jacobian).
-_W_FLOOR = -30.0  # below it log softplus(w) = w to rounding; keeps log() away from 0
+# Sampling coordinates of log γ. A judge whose data barely separate γ_k from 0 has a log γ_k
+# posterior made of two scales: a bulk around log γ̂_k (sd ≈ 0.3 for Llama-4-Scout on
+# MT-Bench, γ̂ = 0.49) and a long, flat, prior-dominated tail towards γ_k → 0 (sd 1/√λ ≈
+# 4.5; the likelihood no longer changes there), bounded on the right by a wall whose
+# steepness grows like e^{2v}. NUTS adapts its step size and mass matrix to the bulk, then
+# crosses the tail by a slow random walk: a chain that entered it stayed for ~80 draws,
+# and 2 seeds in 10 failed R-hat < 1.01 or ESS ≥ 400 from 4 × 1000 draws. NUTS therefore
+# moves in w with
+#     γ_k = softplus(c(w)),   c(w) = w − (TAIL_SLOPE − 1) · softplus(TAIL_START − w):
+# c(w) ≈ w above TAIL_START, so a sensitivity that the data pin down is sampled as before
+# (softplus turns the e^{2v} wall into a Gaussian one), while below it log γ moves
+# TAIL_SLOPE times faster than w, so the prior tail takes ≈ 4.5 / 8 ≈ 0.6 units of w, the
+# scale of the bulk. The target density is unchanged: the prior is N(0, 1/λ) on log γ and
+# the log-Jacobian is added. With it, 20 of 20 seeds at the defaults gave R-hat < 1.01,
+# ESS ≥ 457 and no divergences on MT-Bench, in half the time.
+TAIL_START = -3.0  # log γ below which the tail is compressed (γ < 0.05: a near-random judge)
+TAIL_SLOPE = 8.0   # compression factor of that tail
+_W_FLOOR = -30.0   # below it log softplus(x) = x to rounding; keeps log() away from 0
+
+
+def _compress(w):
+    return w - (TAIL_SLOPE - 1.0) * jax.nn.softplus(TAIL_START - w)
+
+
+def _log_softplus(x):
+    return jnp.where(x < _W_FLOOR, x, jnp.log(jax.nn.softplus(jnp.maximum(x, _W_FLOOR))))
 
 
 def theta_from_unconstrained(w, is_log_gamma):
-    """θ from NUTS coordinates: log γ = log softplus(w) where ``is_log_gamma``, else w."""
-    safe = jnp.maximum(w, _W_FLOOR)
-    v = jnp.where(w < _W_FLOOR, w, jnp.log(jax.nn.softplus(safe)))
-    return jnp.where(is_log_gamma, v, w)
+    """θ from NUTS coordinates: log γ = log softplus(c(w)) where ``is_log_gamma``, else w."""
+    return jnp.where(is_log_gamma, _log_softplus(_compress(w)), w)
 
 
-def unconstrained_from_theta(theta, is_log_gamma):
-    """Inverse of :func:`theta_from_unconstrained`: w = softplus⁻¹(e^v) = y + log(−expm1(−y)), y = e^v."""
+def unconstrained_from_theta(theta, is_log_gamma, n_newton: int = 40):
+    """Inverse of :func:`theta_from_unconstrained` (Newton on the monotone c(w), slope in [1, 8])."""
     y = jnp.exp(jnp.minimum(theta, 700.0))
-    w = jnp.where(theta < _W_FLOOR, theta, y + jnp.log(-jnp.expm1(-jnp.maximum(y, 1e-300))))
+    target = jnp.where(theta < _W_FLOOR, theta, y + jnp.log(-jnp.expm1(-jnp.maximum(y, 1e-300))))  # c = softplus⁻¹(γ)
+    start = jnp.where(target > TAIL_START, target, (target + (TAIL_SLOPE - 1.0) * TAIL_START) / TAIL_SLOPE)
+
+    def step(_, w):
+        slope = 1.0 + (TAIL_SLOPE - 1.0) * jax.nn.sigmoid(TAIL_START - w)
+        return w - (_compress(w) - target) / slope
+
+    w = jax.lax.fori_loop(0, n_newton, step, start)
     return jnp.where(is_log_gamma, w, theta)
 
 
 def _log_jacobian(w, is_log_gamma):
-    """log |dθ/dw| = Σ over log γ coordinates of log σ(w) − log softplus(w)."""
-    v = theta_from_unconstrained(w, is_log_gamma)
-    return jnp.sum(jnp.where(is_log_gamma, jax.nn.log_sigmoid(w) - v, 0.0))
+    """log |dθ/dw| over the log γ coordinates: log σ(c) − log softplus(c) + log c′(w)."""
+    c = _compress(w)
+    lj = jax.nn.log_sigmoid(c) - _log_softplus(c) + jnp.log1p((TAIL_SLOPE - 1.0) * jax.nn.sigmoid(TAIL_START - w))
+    return jnp.sum(jnp.where(is_log_gamma, lj, 0.0))
 
 
 def prompt_loss(theta, shift, arrays: DesignArrays, pair_stats, layout: Layout):
@@ -206,7 +230,7 @@ def oscar_model(data: ModelData, *, layout: Layout, n_clusters: int | None = Non
     -----
     theta : (F,) NUTS coordinates w of the free θ coordinates (u Helmert scores,
         v = log γ of the non-reference judges, per-judge bias blocks): θ = w except
-        log γ_k = log softplus(w_k) (see :func:`theta_from_unconstrained`). The prior
+        log γ_k = log softplus(c(w_k)) (see :func:`theta_from_unconstrained`). The prior
         is Normal(0, prior_sd²) on θ itself, entered with the log-Jacobian as a factor,
         so the posterior of θ is the one stated in the docs.
     sigma_prompt : () σ_u ~ HalfNormal(sigma_scale), only with a prompt effect.
