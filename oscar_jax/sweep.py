@@ -446,7 +446,7 @@ def sweep(ns: Sequence[int] = DEFAULT_NS, reps: int = 100, methods: Sequence = D
           seed: int = 0, c=None, rho=None, params: SimParams = TABLE_G1, *,
           settings: Sequence[Setting] | None = None, method_settings: dict | None = None,
           chunk: int | None = None, record_budget: int = DEFAULT_RECORD_BUDGET, pad_ratio: float = 2.5,
-          compile_ahead: bool = False, max_iter: int = 100, gtol: float = 1e-12,
+          compile_ahead: bool = True, max_iter: int = 100, gtol: float = 1e-12,
           show_progress: bool | None = None, vmap_width: int | None = None) -> "SweepResult":
     """Run the Section 7 simulation study.
 
@@ -473,8 +473,7 @@ def sweep(ns: Sequence[int] = DEFAULT_NS, reps: int = 100, methods: Sequence = D
         fits the paper's N = 1000 with 2500 and 5000 with 10,000 (two compilations per
         method instead of four); 1 = every N at its own size.
     compile_ahead : compile the next programs in a background thread while the current
-        one runs (off by default: XLA's CPU compiler aborted the whole process from that
-        thread in one CI run, so the overlap is opt-in).
+        one runs.
     max_iter, gtol : solver limits passed to the fit core.
     vmap_width : replicates fitted side by side within a chunk (default: 1 on CPU, the
         whole chunk on an accelerator; see :mod:`oscar_jax.batching`).

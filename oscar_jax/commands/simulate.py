@@ -72,9 +72,8 @@ def add_arguments(parser):
     parser.add_argument("--pad-ratio", type=float, default=2.5,
                         help="fit an N at a larger N of the sweep within this factor (zero-weight padding, same "
                              "estimates up to rounding) to compile fewer programs (default 2.5; 1 = no padding)")
-    parser.add_argument("--compile-ahead", action="store_true",
-                        help="compile the next program in a background thread while the current one "
-                             "runs (opt-in: XLA's CPU compiler once aborted the process from that thread)")
+    parser.add_argument("--no-compile-ahead", action="store_true",
+                        help="compile each program when needed instead of one step ahead in a thread")
     parser.add_argument("--compilation-cache", default=None, metavar="DIR",
                         help="persistent XLA compilation cache: later runs skip compiling")
     parser.add_argument("--format", choices=["table", "markdown", "json", "csv"], default="table",
@@ -123,7 +122,7 @@ def run(args) -> int:
     settings, restrict = _settings(args)
     methods = _methods(args.methods)
     result = sweep(reps=args.reps, methods=methods, seed=args.seed, settings=settings, method_settings=restrict,
-                   chunk=args.chunk, pad_ratio=args.pad_ratio, compile_ahead=args.compile_ahead)
+                   chunk=args.chunk, pad_ratio=args.pad_ratio, compile_ahead=not args.no_compile_ahead)
     table = result.table(args.level)
     pairs = _comparisons(args, result.methods, result)
     diffs = [result.differences(a, b, args.level) for a, b in pairs]
