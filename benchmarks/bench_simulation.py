@@ -270,7 +270,9 @@ def main(argv=None) -> int:
         "",
         "## Ours against the paper",
         "",
-        "z = (ours − paper)/(√2 · MC SE): both are 100-replicate Monte Carlo means.",
+        "z = (ours − paper)/SE of the difference of two Monte Carlo studies: our MC SE × √(1 + reps/100) "
+        "(the paper ran 100 replicates); top-1 as a rate per 100 with both studies' binomial SEs "
+        "(`oscar_jax.sweep.compare_with_paper`).",
         "",
         markdown_table(paper, ["quantity", "method", "ours", "mcse", "paper", "z", "consistent"],
                        ["", "", "", "", "", "+.2f", ""]) if len(paper) else "(no comparable settings run)",
