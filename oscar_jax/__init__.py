@@ -16,7 +16,7 @@ from .refit import CompareResult, FixedScoreRefit, attenuation_refit, compare, f
 from .resample import (BatchFit, BootstrapResult, bootstrap, bootstrap_weights, fit_batch, prompt_folds,
                        within_fold_weights)
 from .results import FitResult
-from .sweep import SweepResult, kendall_tau_b, sweep
+from .sweep import SweepResult, kendall_tau_b, release_compiled, sweep
 from .simulate import TABLE_G1, SimParams, simulate, simulate_design, simulate_frame
 from .spec import ModelSpec, parse_model
 from .validate import OscarInputError
@@ -52,6 +52,7 @@ __all__ = [
     "fixed_score_refit",
     "kendall_tau_b",
     "prompt_folds",
+    "release_compiled",
     "sweep",
     "within_fold_weights",
     "Design",

@@ -31,6 +31,6 @@ def _bounded_compiled_programs():
     yield
     n = _n_mappings()
     if n is not None and n > MAP_BUDGET:
-        from oscar_jax.sweep import release_compiled  # the module, not the re-exported function
+        import oscar_jax
 
-        release_compiled()
+        oscar_jax.release_compiled()

@@ -6,6 +6,7 @@ fresh XLA compilation of the fit; the full study runs in benchmarks/bench_simula
 
 import json
 import math
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -14,6 +15,7 @@ import pandas as pd
 import pytest
 from scipy.stats import kendalltau, t
 
+import oscar_jax as oj
 from oscar_jax.cli import main
 from oscar_jax.simulate import TABLE_G1
 from oscar_jax.sweep import (
@@ -270,3 +272,20 @@ def test_benchmark_quick_smoke(small, tmp_path):
     text = (tmp_path / "simulation.md").read_text(encoding="utf-8")
     assert "scipy L-BFGS-B loop" in text and "Ours against the paper" in text
     assert (tmp_path / "simulation_summary.csv").stat().st_size > 0
+
+
+def test_release_compiled_frees_executable_mappings():
+    """Compiled programs hold memory mappings until released (see tests/conftest.py)."""
+    maps = Path("/proc/self/maps")
+    if not maps.exists():
+        pytest.skip("needs /proc/self/maps (Linux)")
+    oj.release_compiled()
+    before = len(maps.read_bytes().splitlines())
+    for i in range(40):  # 40 distinct programs, each its own executable
+        jax.jit(lambda x, i=i: jnp.cumsum(x * i) - jnp.sort(x))(jnp.arange(8.0 + i)).block_until_ready()
+    grown = len(maps.read_bytes().splitlines())
+    oj.release_compiled()
+    after = len(maps.read_bytes().splitlines())
+    # ~6 mappings per small program; release returns about half of them at once (the
+    # rest are allocator pools that later compilations reuse).
+    assert grown - before >= 80 and after - before < 0.75 * (grown - before), (before, grown, after)
