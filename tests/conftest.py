@@ -6,6 +6,7 @@ import pytest
 os.environ.setdefault("OSCAR_JAX_CACHE_DIR", "off")
 
 import jax  # noqa: E402
+from helpers import n_memory_mappings  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
 
@@ -18,18 +19,10 @@ jax.config.update("jax_enable_x64", True)
 MAP_BUDGET = int(os.environ.get("OSCAR_TEST_MAP_BUDGET", 20_000))
 
 
-def _n_mappings() -> int | None:
-    try:
-        with open("/proc/self/maps", "rb") as fh:
-            return sum(1 for _ in fh)
-    except OSError:  # not Linux: no such limit to respect
-        return None
-
-
 @pytest.fixture(autouse=True, scope="module")
 def _bounded_compiled_programs():
     yield
-    n = _n_mappings()
+    n = n_memory_mappings()  # None off Linux: no such limit to respect
     if n is not None and n > MAP_BUDGET:
         import oscar_jax
 

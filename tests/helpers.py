@@ -27,3 +27,12 @@ def shared_data(name: str) -> Path:
             pytest.fail(message)
         pytest.skip(message)
     return path
+
+
+def n_memory_mappings() -> int | None:
+    """Memory mappings this process holds (Linux), or None where /proc is absent."""
+    try:
+        with open("/proc/self/maps", "rb") as fh:
+            return sum(1 for _ in fh)
+    except OSError:
+        return None

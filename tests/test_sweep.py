@@ -31,6 +31,8 @@ from oscar_jax.sweep import (
 )
 from oscar_jax.validate import OscarInputError
 
+from helpers import n_memory_mappings
+
 # Float sums over arrays of different length (padding) may reorder additions: estimates
 # then agree to rounding, far inside this bound, not bit for bit.
 PAD_RTOL = 1e-9
@@ -262,8 +264,6 @@ def test_cli_bad_input_exits_2(capsys):
 def test_benchmark_quick_smoke(small, tmp_path):
     # Same shapes as the fixture and the CLI tests: no new compilation of the fit.
     import importlib.util
-    from pathlib import Path
-
     path = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_simulation.py"
     spec = importlib.util.spec_from_file_location("bench_simulation", path)
     bench = importlib.util.module_from_spec(spec)
@@ -276,16 +276,15 @@ def test_benchmark_quick_smoke(small, tmp_path):
 
 def test_release_compiled_frees_executable_mappings():
     """Compiled programs hold memory mappings until released (see tests/conftest.py)."""
-    maps = Path("/proc/self/maps")
-    if not maps.exists():
+    if n_memory_mappings() is None:
         pytest.skip("needs /proc/self/maps (Linux)")
     oj.release_compiled()
-    before = len(maps.read_bytes().splitlines())
+    before = n_memory_mappings()
     for i in range(40):  # 40 distinct programs, each its own executable
         jax.jit(lambda x, i=i: jnp.cumsum(x * i) - jnp.sort(x))(jnp.arange(8.0 + i)).block_until_ready()
-    grown = len(maps.read_bytes().splitlines())
+    grown = n_memory_mappings()
     oj.release_compiled()
-    after = len(maps.read_bytes().splitlines())
+    after = n_memory_mappings()
     # ~6 mappings per small program; release returns about half of them at once (the
     # rest are allocator pools that later compilations reuse).
     assert grown - before >= 80 and after - before < 0.75 * (grown - before), (before, grown, after)
