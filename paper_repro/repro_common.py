@@ -39,12 +39,16 @@ DATASETS = {
     "chatbot_arena": ("Chatbot Arena", "judge_results_10k_chatbot_arena.json"),
 }
 XU_DATASETS = ("ultrafeedback", "mtbench", "chatbot_arena")
+# Response texts (FastChat model_answer files) joined for the length term, under <data-dir>.
+RESPONSES = {"mtbench": "mtbench_answers"}
+HUMAN_VOTES = {"mtbench": "mtbench_human/human_judgments.jsonl"}
 
 # Replicate counts: (paper / full path, --quick).
 REPLICATES = {
     "e2": (200, 20),          # Table E2 paired refit bootstrap (Appendix E.3)
     "sim": (100, 20),         # Section 7 replicates per setting
     "inhouse": (500, 50),     # Section 6.2 / D.3 paired prompt bootstrap
+    "human": (200, 50),       # Table F1 prompt bootstrap (Appendix F.4)
 }
 SIM_NS = {"full": (1000, 2500, 5000, 10000), "quick": (1000, 2500, 10000)}
 
@@ -118,6 +122,24 @@ class Context:
         path = folder / pattern
         return path if path.exists() else None
 
+    def responses_path(self, key: str) -> Path | None:
+        """Answer files whose lengths are joined to the dataset (None: no length term)."""
+        sub = RESPONSES.get(key)
+        path = self.data_dir / sub if sub else None
+        return path if path is not None and path.is_dir() else None
+
+    def votes_path(self, key: str) -> Path | None:
+        sub = HUMAN_VOTES.get(key)
+        path = self.data_dir / sub if sub else None
+        return path if path is not None and path.exists() else None
+
+    def read(self, *paths) -> None:
+        """Record data files read (the report header lists their sha256)."""
+        files = self._cache.setdefault(("files",), set())
+        for p in paths:
+            p = Path(p)
+            files.update(sorted(p.glob("*")) if p.is_dir() else [p])
+
     def available(self, keys=None) -> list[str]:
         """Requested datasets (default all, paper order) whose files are present."""
         keys = list(keys if keys is not None else (self.datasets or DATASETS))
@@ -133,7 +155,9 @@ class Context:
         if ck not in self._cache:
             import oscar_jax as oj
 
-            frame, report = oj.load_judgments(self.dataset_path(key))
+            responses = self.responses_path(key)
+            self.read(self.dataset_path(key), *([responses] if responses else []))
+            frame, report = oj.load_judgments(self.dataset_path(key), responses=responses)
             if self.max_prompts is not None:
                 prompts = np.array(sorted(pd.unique(frame["prompt"]), key=str), dtype=object)
                 if self.max_prompts < len(prompts):
@@ -381,6 +405,25 @@ def git_commit() -> str:
         return "unknown"
 
 
+def provenance_lines(ctx: Context) -> list[str]:
+    """Where oscar_jax was imported from and the sha256 of every data file read."""
+    import hashlib
+
+    import oscar_jax
+
+    lines = [f"* oscar_jax imported from `{Path(oscar_jax.__file__).resolve().parent}`, version "
+             f"{oscar_jax.__version__}, commit {git_commit()}"]
+    files = sorted(ctx._cache.get(("files",), ()))
+    if files:
+        lines.append("* Data files read (sha256):")
+        for f in files:
+            digest = hashlib.sha256(Path(f).read_bytes()).hexdigest()
+            lines.append(f"  * `{f}`: `{digest}`")
+    else:
+        lines.append("* Data files read: none")
+    return lines
+
+
 def header_lines(ctx: Context, wall: float, cpu: float, load: tuple, title: str) -> list[str]:
     v = versions()
     quick_note = ("**quick** (fewer replicates: Table E2 {e2}, simulations {sim} per setting at N = {ns}, "
@@ -401,6 +444,7 @@ def header_lines(ctx: Context, wall: float, cpu: float, load: tuple, title: str)
         f"* Reference judge: {REFERENCE_JUDGE}; data: `{ctx.data_dir}`",
         "* Versions: " + ", ".join(f"{k} {val}" for k, val in v.items()) + f"; commit {git_commit()}",
         f"* Date: {time.strftime('%Y-%m-%d %H:%M:%S %Z')}; OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS')}",
+        *provenance_lines(ctx),
         "",
     ]
     return lines
