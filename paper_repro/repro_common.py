@@ -57,6 +57,7 @@ VERDICT_DIFFERS = "differs"
 VERDICT_NE = "not estimable"
 VERDICT_SKIPPED = "skipped"
 VERDICT_OURS = "ours only"
+VERDICT_MC = "within Monte Carlo error"  # outside a published range, but |z| ≤ 1.96
 
 
 # --------------------------------------------------------------------------------------
@@ -457,7 +458,8 @@ def write_report(ctx: Context, sections: list[Section], wall: float, cpu: float,
     lines = header_lines(ctx, wall, cpu, load, title)
     lines += ["## Summary", ""]
     lines.append("Comparisons: " + ", ".join(f"{counts.get(v, 0)} {v}" for v in
-                                              (VERDICT_OK, VERDICT_DIFFERS, VERDICT_NE, VERDICT_SKIPPED, VERDICT_OURS))
+                                              (VERDICT_OK, VERDICT_MC, VERDICT_DIFFERS, VERDICT_NE, VERDICT_SKIPPED,
+                                               VERDICT_OURS))
                  + f" ({len(rows)} in all; tolerances and their reasons in `paper_repro/published.json`).")
     lines.append("")
     head = [r for r in rows if r["headline"]]
@@ -470,7 +472,7 @@ def write_report(ctx: Context, sections: list[Section], wall: float, cpu: float,
                  "**No compared number is outside its tolerance.**")
     lines.append("")
     reasons: dict[str, list[str]] = {}
-    for verdict in (VERDICT_DIFFERS, VERDICT_NE, VERDICT_SKIPPED):
+    for verdict in (VERDICT_DIFFERS, VERDICT_MC, VERDICT_NE, VERDICT_SKIPPED):
         for r in rows:
             if r["verdict"] == verdict:
                 what = f"{r['artefact']}: {r['dataset'] + ' ' if r['dataset'] else ''}{r['quantity']}"
@@ -481,7 +483,8 @@ def write_report(ctx: Context, sections: list[Section], wall: float, cpu: float,
     lines += ["", "### Artefacts", ""]
     lines.append(md_table([{"artefact": s.title, "status": "skipped" if s.skipped else "ran",
                             **{v: sum(r["verdict"] == v for r in s.rows) for v in
-                               (VERDICT_OK, VERDICT_DIFFERS, VERDICT_NE, VERDICT_SKIPPED, VERDICT_OURS)},
+                               (VERDICT_OK, VERDICT_MC, VERDICT_DIFFERS, VERDICT_NE, VERDICT_SKIPPED,
+                                VERDICT_OURS)},
                             "wall s": f"{s.seconds:.0f}", "CPU s": f"{s.cpu_seconds:.0f}"}
                            for s in sections]))
     lines.append("")
