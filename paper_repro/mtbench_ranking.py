@@ -47,6 +47,9 @@ def run(ctx: rc.Context) -> rc.Section:
     design = ctx.design("mtbench")
     reps = ctx.reps("human")
     votes = load_votes(votes_path)
+    if ctx.max_prompts is not None:  # a prompt subset (smoke run): keep the votes on those prompts
+        keep = votes[0].prompt.isin(set(design.prompts)).to_numpy()
+        votes = (votes[0].loc[keep].reset_index(drop=True), votes[1])
     res = human_agreement(design, votes, [m for m, _ in MODELS], replicates=reps, seed=ctx.seed)
     names = dict(MODELS)
 
