@@ -22,9 +22,6 @@ KEY = "mtbench_ranking"
 TITLE = "6. MT-Bench rankings vs human votes (Section 6.4, Table F1)"
 MODELS = (("j", "J"), ("j+p", "J+P"), ("oscar", "OSCAR"))
 GROUP_SEEDS = 20  # prompt-group partitions for the spread of the F.3 point values
-# Monte Carlo SE of a 2.5% / 97.5% percentile from B draws, in units of the bootstrap SD:
-# sqrt(p(1 − p)/B) / φ(z_p) with p = 0.025 (normal approximation).
-_PCT_SE_UNIT = float(np.sqrt(0.025 * 0.975) / 0.05844)
 
 
 def run(ctx: rc.Context) -> rc.Section:
@@ -101,7 +98,7 @@ def run(ctx: rc.Context) -> rc.Section:
         bsd = (hi - lo) / 3.92 if np.isfinite(lo) else np.nan
         boot_sd[token] = bsd
         tol_point = round(3 * sd, 4)
-        mc = _PCT_SE_UNIT * bsd * np.sqrt(1 / max(reps, 1) + 1 / 200)
+        mc = np.hypot(rc.percentile_mc_se(bsd, reps), rc.percentile_mc_se(bsd, 200))
         tol_end = round(float(np.sqrt(tol_point ** 2 + (3 * mc) ** 2)), 4)
         why = f"{f1['tolerance_reason']}; group-partition SD {sd:.4f}, bootstrap SD {bsd:.4f} ({reps} replicates)"
         sec.rows.append(rc.row(KEY, f"Table F1 human-vote log loss ({name})", paper[0], res.log_loss[token],
@@ -118,7 +115,8 @@ def run(ctx: rc.Context) -> rc.Section:
     gsd = float(np.std(gain_spread, ddof=1))
     gbsd = (ghi - glo) / 3.92 if np.isfinite(glo) else np.nan
     gtol = round(3 * gsd, 4)
-    gtol_end = round(float(np.sqrt(gtol ** 2 + (3 * _PCT_SE_UNIT * gbsd * np.sqrt(1 / max(reps, 1) + 1 / 200)) ** 2)), 4)
+    gmc = np.hypot(rc.percentile_mc_se(gbsd, reps), rc.percentile_mc_se(gbsd, 200))
+    gtol_end = round(float(np.sqrt(gtol ** 2 + (3 * gmc) ** 2)), 4)
     why = f"{f1['tolerance_reason']}; group-partition SD {gsd:.4f}, bootstrap SD {gbsd:.4f} ({reps} replicates)"
     sec.rows.append(rc.row(KEY, "Table F1 gain of J+P over J", pg[0], gain, dataset="MT-Bench", tol=gtol,
                            reason=why, headline=True))

@@ -254,6 +254,17 @@ def label(key: str) -> str:
 # Verdict rows and sections
 # --------------------------------------------------------------------------------------
 
+def percentile_mc_se(boot_sd: float, reps: int, p: float = 0.025) -> float:
+    """Monte Carlo SE of the p-th percentile of ``reps`` bootstrap draws whose SD is ``boot_sd``.
+
+    √(p(1 − p)/R) / φ(z_p) in SD units (normal approximation to the bootstrap distribution):
+    about 0.19 SD for R = 200, 0.6 SD for R = 20.
+    """
+    from scipy.stats import norm
+
+    return float(boot_sd * math.sqrt(p * (1 - p) / max(int(reps), 1)) / norm.pdf(norm.ppf(p)))
+
+
 def fmt(x, digits: int = 4) -> str:
     if x is None:
         return "–"
