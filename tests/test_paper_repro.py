@@ -16,6 +16,7 @@ import json
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from helpers import shared_data
@@ -154,3 +155,31 @@ def test_run_all_quick_smoke(tmp_path):
     # Response lengths come from mtbench_answers/: OSCAR (with L) is fitted, nothing is "not estimable".
     oscar_top = [r for r in rows if r["quantity"] == "top candidate (OSCAR)"]
     assert oscar_top and oscar_top[0]["ours"] != "–"
+
+
+def test_tolerance_helpers():
+    """Spread-based tolerances: a percentile's MC error, the fold-seed SD and the two-draw bound."""
+    from scipy.stats import norm
+
+    rc = _load("repro_common")
+    t1 = _load("table1_heldout")
+    rng = np.random.default_rng(0)
+    # Percentile MC SE vs the spread of the 2.5% percentile over many simulated bootstraps.
+    draws = rng.normal(size=(4000, 200))
+    empirical = float(np.std(np.quantile(draws, 0.025, axis=1)))
+    assert rc.percentile_mc_se(1.0, 200) == pytest.approx(empirical, rel=0.1)
+    assert rc.percentile_mc_se(1.0, 200) == pytest.approx(np.sqrt(0.025 * 0.975 / 200) / norm.pdf(norm.ppf(0.025)))
+    spread = {"per_seed": {"J": [0.60, 0.61, 0.62], "J+P": [0.50, 0.515, 0.52]}}
+    sd, n = t1.seed_sd(spread, "J")
+    assert (sd, n) == (pytest.approx(0.01), 3)
+    sd_d, _ = t1.seed_sd(spread, "J", "J+P")
+    assert sd_d == pytest.approx(np.std([0.10, 0.095, 0.10], ddof=1))
+    assert t1.seed_sd(spread, "OSCAR") == (None, 0) and t1.spread_tolerance(None) is None
+    assert t1.spread_tolerance(0.01) == pytest.approx(3 * np.sqrt(2) * 0.01 + 0.00005, abs=1e-5)
+
+
+def test_population_gamma_with_position_is_gamma_star():
+    fig = _load("fig1b_population")
+    x = np.linspace(-1, 1, 401)
+    for beta, gamma in ((0.0, 1.0), (2.0, 1.0), (4.0, 0.7)):
+        assert fig.population_gamma_with_position(x, beta, gamma) == pytest.approx(gamma, abs=1e-6)
