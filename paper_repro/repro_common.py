@@ -226,6 +226,7 @@ def context_from_args(args, **overrides) -> Context:
     ctx = Context(data_dir=Path(args.data_dir) if args.data_dir else shared_data_dir(), out=Path(args.out),
                   quick=bool(args.quick), seed=int(args.seed), datasets=datasets, max_prompts=args.max_prompts,
                   replicates=args.replicates, published=load_published())
+    ctx._cache[("commit",)] = git_commit()  # the code that runs, even if the tree changes meanwhile
     for k, v in overrides.items():
         setattr(ctx, k, v)
     ctx.out.mkdir(parents=True, exist_ok=True)
@@ -424,7 +425,7 @@ def provenance_lines(ctx: Context) -> list[str]:
     import oscar_jax
 
     lines = [f"* oscar_jax imported from `{Path(oscar_jax.__file__).resolve().parent}`, version "
-             f"{oscar_jax.__version__}, commit {git_commit()}"]
+             f"{oscar_jax.__version__}, commit {ctx._cache.get(('commit',)) or git_commit()} (at the start of the run)"]
     files = sorted(ctx._cache.get(("files",), ()))
     if files:
         lines.append("* Data files read (sha256):")
