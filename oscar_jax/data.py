@@ -78,6 +78,9 @@ class LoadReport:
     dropped: dict[str, int] = field(default_factory=dict)
     ties: dict[str, int] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    # Where len_a/len_b came from when they were joined from responses (oscar_jax.responses);
+    # build_design copies it into the design's (and so every result's) notes.
+    lengths: str = ""
 
     def summary(self) -> str:
         parts = [f"{self.n_kept} of {self.n_input} records kept ({self.schema} schema)"]
@@ -418,7 +421,8 @@ register_schema(Schema("oscar", ("candidate_a", "candidate_b", "outcome"), _conv
 # ---------------------------------------------------------------------------------------
 
 def load_judgments(source, schema: str | None = None, *, bothbad: str = "tie",
-                   keep_columns=(), **schema_options) -> tuple[pd.DataFrame, LoadReport]:
+                   keep_columns=(), responses=None, turn: int = 1, missing_responses: str = "error",
+                   **schema_options) -> tuple[pd.DataFrame, LoadReport]:
     """Read judgments from a file or DataFrame into the canonical frame.
 
     Parameters
@@ -432,6 +436,11 @@ def load_judgments(source, schema: str | None = None, *, bothbad: str = "tie",
         separately; ``"drop"`` removes those records (counted in the report).
     keep_columns
         Extra raw columns to carry through (user covariates for ``build_design``).
+    responses, turn, missing_responses
+        Response lengths joined by (prompt, candidate): a FastChat ``model_answer``
+        directory, answer JSONL files or a table (see :mod:`oscar_jax.responses`); ``turn``
+        picks the answer turn; ``missing_responses="drop"`` drops (and counts) judgments
+        lacking a response instead of raising.
     **schema_options
         Options of a particular reader (e.g. arena-hard's ``baseline``, ``strong_weight``),
         passed to its converter.
@@ -473,6 +482,10 @@ def load_judgments(source, schema: str | None = None, *, bothbad: str = "tie",
             f"record {row}: candidate_a == candidate_b == {frame['candidate_a'].iloc[row]!r}; "
             f"a candidate cannot be compared with itself ({int(same.sum())} such records); remove them"
         )
+    if responses is not None:
+        from .responses import attach_responses
+
+        frame = attach_responses(frame, report, responses, turn=turn, missing_responses=missing_responses, rows=rows)
     if len(frame) == 0:
         raise OscarInputError(f"{name}: no records left after the format's drops ({report.summary()})")
     kinds = frame["tie_kind"].to_numpy()

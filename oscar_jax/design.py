@@ -214,6 +214,8 @@ def build_design(frame: pd.DataFrame, *, reference_judge: str | None = None, fam
             scale = None
         else:
             L = log_ratio / scale
+            if report is not None and getattr(report, "lengths", ""):
+                notes.append(report.lengths)
     else:
         scale = None
 

@@ -36,16 +36,21 @@ class OscarFitWarning(UserWarning):
 
 
 def as_design(data, *, schema=None, reference_judge=None, family_map=None, covariates=(),
-              bothbad="tie") -> Design:
-    """A Design from a Design (returned as is), a path, a DataFrame or records."""
+              bothbad="tie", responses=None, turn=1, missing_responses="error") -> Design:
+    """A Design from a Design (returned as is), a path, a DataFrame or records.
+
+    ``responses``, ``turn`` and ``missing_responses`` join response lengths (see
+    :func:`~oscar_jax.data.load_judgments`).
+    """
     if isinstance(data, Design):
-        if reference_judge is not None or family_map is not None or covariates:
+        if reference_judge is not None or family_map is not None or covariates or responses is not None:
             raise OscarInputError(
-                "reference_judge, family_map and covariates are fixed when the design is built; "
+                "reference_judge, family_map, covariates and responses are fixed when the design is built; "
                 "pass them to build_design() instead"
             )
         return data
-    frame, report = load_judgments(data, schema=schema, bothbad=bothbad, keep_columns=tuple(covariates or ()))
+    frame, report = load_judgments(data, schema=schema, bothbad=bothbad, keep_columns=tuple(covariates or ()),
+                                   responses=responses, turn=turn, missing_responses=missing_responses)
     return build_design(frame, reference_judge=reference_judge, family_map=family_map,
                         covariates=covariates, report=report)
 

@@ -75,7 +75,6 @@ __all__ = [
     "TABLE_G2_CONTROLS",
     "evaluate_replicate",
     "kendall_tau_b",
-    "PAPER_SECTION7",
     "compare_with_paper",
     "main_and_controls",
     "replicate_keys",
@@ -777,41 +776,13 @@ class SweepResult:
 # Published Section 7 / Table G2 figures
 # ---------------------------------------------------------------------------------------
 
-# (label, kind, N, c, ρ, method, metric, paper value). kind "value": one number;
-# "range": [lo, hi] of the paper's values across the main-setting N; "diff": a paired
-# difference method − other (method = "A-B"); coverage in %, top-1 as a count.
-PAPER_SECTION7 = (
-    ("q RMSE, N=10000", "value", 10000, 1.0, 0.6, "OSCAR", "q_rmse", 0.0237),
-    ("q RMSE, N=10000", "value", 10000, 1.0, 0.6, "J", "q_rmse", 0.1158),
-    ("q RMSE, N=10000", "value", 10000, 1.0, 0.6, "J+L", "q_rmse", 0.0534),
-    ("κ RMSE, N=1000", "value", 1000, 1.0, 0.6, "OSCAR", "kappa_rmse", 0.1434),
-    ("κ RMSE, N=10000", "value", 10000, 1.0, 0.6, "OSCAR", "kappa_rmse", 0.0381),
-    ("κ RMSE, N=10000", "value", 10000, 1.0, 0.6, "J", "kappa_rmse", 0.1908),
-    ("κ RMSE, N=10000", "value", 10000, 1.0, 0.6, "J+P", "kappa_rmse", 0.0457),
-    ("κ RMSE OSCAR − J+P, N=10000", "diff", 10000, 1.0, 0.6, "OSCAR-J+P", "kappa_rmse", -0.0076),
-    ("Kendall τ_b, N=1000", "value", 1000, 1.0, 0.6, "OSCAR", "kendall_tau", 0.834),
-    ("Kendall τ_b, N=10000", "value", 10000, 1.0, 0.6, "OSCAR", "kendall_tau", 0.988),
-    ("τ_b OSCAR − J+L, N=10000", "diff", 10000, 1.0, 0.6, "OSCAR-J+L", "kendall_tau", 0.161),
-    ("top-1 (of 100), N=10000", "value", 10000, 1.0, 0.6, "OSCAR", "top1", 96),
-    ("top-1 (of 100), N=10000", "value", 10000, 1.0, 0.6, "J+L", "top1", 12),
-    ("coverage cluster % (range over N)", "range", None, 1.0, 0.6, "OSCAR", "coverage_cluster", (94.4, 95.2)),
-    ("coverage model % (range over N)", "range", None, 1.0, 0.6, "OSCAR", "coverage_model", (82.8, 84.1)),
-    ("coverage cluster %, N=1000", "value", 1000, 1.0, 0.6, "J", "coverage_cluster", 55.3),
-    ("coverage cluster %, N=10000", "value", 10000, 1.0, 0.6, "J", "coverage_cluster", 36.3),
-    ("G2 no bias: cluster %", "value", 2500, 0.0, 0.6, "OSCAR", "coverage_cluster", 96.3),
-    ("G2 no bias: model %", "value", 2500, 0.0, 0.6, "OSCAR", "coverage_model", 83.6),
-    ("G2 no bias: cluster %", "value", 2500, 0.0, 0.6, "J", "coverage_cluster", 95.6),
-    ("G2 no dependence: cluster %", "value", 2500, 1.0, 0.0, "OSCAR", "coverage_cluster", 95.4),
-    ("G2 no dependence: model %", "value", 2500, 1.0, 0.0, "OSCAR", "coverage_model", 95.0),
-    ("G2 no dependence: cluster %", "value", 2500, 1.0, 0.0, "J", "coverage_cluster", 38.1),
-    ("G2 neither: cluster %", "value", 2500, 0.0, 0.0, "OSCAR", "coverage_cluster", 93.9),
-    ("G2 neither: model %", "value", 2500, 0.0, 0.0, "OSCAR", "coverage_model", 93.9),
-    ("G2 neither: cluster %", "value", 2500, 0.0, 0.0, "J", "coverage_cluster", 93.6),
-)
-
-
-def compare_with_paper(result: SweepResult) -> pd.DataFrame:
+def compare_with_paper(result: SweepResult, published) -> pd.DataFrame:
     """Our estimates next to the published Section 7 / Table G2 figures.
+
+    ``published``: the rows of ``paper_repro/published.json``'s ``section7`` (quantity,
+    method, n, c, rho, metric, value), the one copy of the paper's numbers. A list value
+    is a [lo, hi] range over the main-setting N; a method "A-B" is a paired difference;
+    coverage in %, top-1 as a count.
 
     ``z`` = (ours − paper) / SE of the difference of two independent Monte Carlo studies.
     The paper's figure is a 100-replicate mean whose SE is unpublished; with our SD it is
@@ -828,7 +799,10 @@ def compare_with_paper(result: SweepResult) -> pd.DataFrame:
     def scale(metric):
         return 100.0 if metric.startswith("coverage") else 1.0
 
-    for label, kind, n, c, rho, method, metric, paper in PAPER_SECTION7:
+    for p in published:
+        label, n, c, rho, method, metric, paper = (p["quantity"], p["n"], p["c"], p["rho"], p["method"],
+                                                   p["metric"], p["value"])
+        kind = "range" if isinstance(paper, (list, tuple)) else ("diff" if "-" in method else "value")
         if kind == "diff":
             a, b = method.split("-", 1)
             if a not in result.methods or b not in result.methods:

@@ -156,10 +156,18 @@ def _fixed_score(ctx, sec, frame, reps):
                                    verdict=rc.VERDICT_SKIPPED, reason="judge not found in the data"))
             continue
         r = tab[tab["judge"] == judge].iloc[0]
-        for col, ours, t in (("D", r["D"], d2["tolerance"]["D"]), ("gamma_N", r["gamma_naive"], d2["tolerance"]["gamma"]),
-                             ("gamma_P", r["gamma_pos"], d2["tolerance"]["gamma"])):
+        # γ tolerance below half the row's published difference: γᴾ = γᴺ fails one column.
+        g_tol = round(min(d2["tolerance"]["gamma"], d2["tolerance"]["gamma_share_of_difference"] * abs(p["difference"])), 4)
+        for col, ours, t in (("D", r["D"], d2["tolerance"]["D"]), ("gamma_N", r["gamma_naive"], g_tol),
+                             ("gamma_P", r["gamma_pos"], g_tol)):
             sec.rows.append(rc.row(KEY, f"Table D2 {p['judge']}: {col}", p[col], float(ours), dataset="In-House",
                                    tol=t, reason=d2["tolerance_reason"], digits=3))
+        if "lo" in p and "hi" in p:
+            diff = float(r["gamma_pos"] - r["gamma_naive"])
+            inside = p["lo"] <= diff <= p["hi"]
+            sec.rows.append(rc.row(KEY, f"Table D2 {p['judge']}: γᴾ − γᴺ inside the paper's 95% CI "
+                                   f"[{p['lo']:g}, {p['hi']:g}]", "yes", "yes" if inside else "no",
+                                   dataset="In-House", reason=f"ours {diff:+.3f}; " + d2["tolerance_reason"]))
     sec.add("**Fixed-score attenuation (Section 6.2, Eq. 11)** — calibration/refit/test questions "
             f"{n_split['calibration']}/{n_split['refit']}/{n_split['test']}, {reps} paired bootstrap replicates; "
             "position effects from the calibration questions' exact swaps, held fixed in the refits:", "",

@@ -78,6 +78,18 @@ def run(ctx: rc.Context) -> rc.Section:
         summary.append({"dataset": ds, "judges": n, "bottom three under J": short(bottom_j),
                         "bottom three under J+P": short(bottom_p), "overlap": f"{overlap}/3",
                         "paper": f"{pub['bottom_three_overlap'][ds]}/3" if ds in pub["bottom_three_overlap"] else "–"})
+        if ctx.design(key).has_length:
+            # With response lengths the full model is estimable: screen on OSCAR's κ as well.
+            full = ctx.fit(key, "oscar")
+            tab["kappa_OSCAR"], tab["rank_OSCAR"] = full.kappa, _ranks(full.kappa)
+            bottom_o = set(tab.judge[tab.rank_OSCAR > n - 3])
+            summary[-1]["bottom three under OSCAR"] = short(bottom_o)
+            sec.rows.append(rc.row(KEY, "bottom-three overlap J vs OSCAR (of 3)", None, len(bottom_j & bottom_o),
+                                   dataset=ds, verdict=rc.VERDICT_OURS,
+                                   reason="full model with response lengths; the paper screens J vs J+P only"))
+            sec.rows.append(rc.row(KEY, "bottom-three overlap J+P vs OSCAR (of 3)", None, len(bottom_p & bottom_o),
+                                   dataset=ds, verdict=rc.VERDICT_OURS,
+                                   reason="does adding length and family terms change the screen beyond position?"))
         all_tabs.append(tab.assign(dataset=ds))
         if ds in pub["bottom_three_overlap"]:
             sec.rows.append(rc.row(KEY, "bottom-three overlap J vs J+P (of 3)", pub["bottom_three_overlap"][ds],

@@ -39,12 +39,16 @@ DATASETS = {
     "chatbot_arena": ("Chatbot Arena", "judge_results_10k_chatbot_arena.json"),
 }
 XU_DATASETS = ("ultrafeedback", "mtbench", "chatbot_arena")
+# Response texts (FastChat model_answer files) joined for the length term, under <data-dir>.
+RESPONSES = {"mtbench": "mtbench_answers"}
+HUMAN_VOTES = {"mtbench": "mtbench_human/human_judgments.jsonl"}
 
 # Replicate counts: (paper / full path, --quick).
 REPLICATES = {
     "e2": (200, 20),          # Table E2 paired refit bootstrap (Appendix E.3)
     "sim": (100, 20),         # Section 7 replicates per setting
     "inhouse": (500, 50),     # Section 6.2 / D.3 paired prompt bootstrap
+    "human": (200, 50),       # Table F1 prompt bootstrap (Appendix F.4)
 }
 SIM_NS = {"full": (1000, 2500, 5000, 10000), "quick": (1000, 2500, 10000)}
 
@@ -53,6 +57,7 @@ VERDICT_DIFFERS = "differs"
 VERDICT_NE = "not estimable"
 VERDICT_SKIPPED = "skipped"
 VERDICT_OURS = "ours only"
+VERDICT_MC = "within Monte Carlo error"  # outside a published range, but |z| ≤ 1.96
 
 
 # --------------------------------------------------------------------------------------
@@ -118,6 +123,24 @@ class Context:
         path = folder / pattern
         return path if path.exists() else None
 
+    def responses_path(self, key: str) -> Path | None:
+        """Answer files whose lengths are joined to the dataset (None: no length term)."""
+        sub = RESPONSES.get(key)
+        path = self.data_dir / sub if sub else None
+        return path if path is not None and path.is_dir() else None
+
+    def votes_path(self, key: str) -> Path | None:
+        sub = HUMAN_VOTES.get(key)
+        path = self.data_dir / sub if sub else None
+        return path if path is not None and path.exists() else None
+
+    def read(self, *paths) -> None:
+        """Record data files read (the report header lists their sha256)."""
+        files = self._cache.setdefault(("files",), set())
+        for p in paths:
+            p = Path(p)
+            files.update(sorted(p.glob("*")) if p.is_dir() else [p])
+
     def available(self, keys=None) -> list[str]:
         """Requested datasets (default all, paper order) whose files are present."""
         keys = list(keys if keys is not None else (self.datasets or DATASETS))
@@ -133,7 +156,9 @@ class Context:
         if ck not in self._cache:
             import oscar_jax as oj
 
-            frame, report = oj.load_judgments(self.dataset_path(key))
+            responses = self.responses_path(key)
+            self.read(self.dataset_path(key), *([responses] if responses else []))
+            frame, report = oj.load_judgments(self.dataset_path(key), responses=responses)
             if self.max_prompts is not None:
                 prompts = np.array(sorted(pd.unique(frame["prompt"]), key=str), dtype=object)
                 if self.max_prompts < len(prompts):
@@ -201,6 +226,7 @@ def context_from_args(args, **overrides) -> Context:
     ctx = Context(data_dir=Path(args.data_dir) if args.data_dir else shared_data_dir(), out=Path(args.out),
                   quick=bool(args.quick), seed=int(args.seed), datasets=datasets, max_prompts=args.max_prompts,
                   replicates=args.replicates, published=load_published())
+    ctx._cache[("commit",)] = git_commit()  # the code that runs, even if the tree changes meanwhile
     for k, v in overrides.items():
         setattr(ctx, k, v)
     ctx.out.mkdir(parents=True, exist_ok=True)
@@ -228,6 +254,17 @@ def label(key: str) -> str:
 # --------------------------------------------------------------------------------------
 # Verdict rows and sections
 # --------------------------------------------------------------------------------------
+
+def percentile_mc_se(boot_sd: float, reps: int, p: float = 0.025) -> float:
+    """Monte Carlo SE of the p-th percentile of ``reps`` bootstrap draws whose SD is ``boot_sd``.
+
+    √(p(1 − p)/R) / φ(z_p) in SD units (normal approximation to the bootstrap distribution):
+    about 0.19 SD for R = 200, 0.6 SD for R = 20.
+    """
+    from scipy.stats import norm
+
+    return float(boot_sd * math.sqrt(p * (1 - p) / max(int(reps), 1)) / norm.pdf(norm.ppf(p)))
+
 
 def fmt(x, digits: int = 4) -> str:
     if x is None:
@@ -381,6 +418,25 @@ def git_commit() -> str:
         return "unknown"
 
 
+def provenance_lines(ctx: Context) -> list[str]:
+    """Where oscar_jax was imported from and the sha256 of every data file read."""
+    import hashlib
+
+    import oscar_jax
+
+    lines = [f"* oscar_jax imported from `{Path(oscar_jax.__file__).resolve().parent}`, version "
+             f"{oscar_jax.__version__}, commit {ctx._cache.get(('commit',)) or git_commit()} (at the start of the run)"]
+    files = sorted(ctx._cache.get(("files",), ()))
+    if files:
+        lines.append("* Data files read (sha256):")
+        for f in files:
+            digest = hashlib.sha256(Path(f).read_bytes()).hexdigest()
+            lines.append(f"  * `{f}`: `{digest}`")
+    else:
+        lines.append("* Data files read: none")
+    return lines
+
+
 def header_lines(ctx: Context, wall: float, cpu: float, load: tuple, title: str) -> list[str]:
     v = versions()
     quick_note = ("**quick** (fewer replicates: Table E2 {e2}, simulations {sim} per setting at N = {ns}, "
@@ -401,6 +457,7 @@ def header_lines(ctx: Context, wall: float, cpu: float, load: tuple, title: str)
         f"* Reference judge: {REFERENCE_JUDGE}; data: `{ctx.data_dir}`",
         "* Versions: " + ", ".join(f"{k} {val}" for k, val in v.items()) + f"; commit {git_commit()}",
         f"* Date: {time.strftime('%Y-%m-%d %H:%M:%S %Z')}; OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS')}",
+        *provenance_lines(ctx),
         "",
     ]
     return lines
@@ -413,7 +470,8 @@ def write_report(ctx: Context, sections: list[Section], wall: float, cpu: float,
     lines = header_lines(ctx, wall, cpu, load, title)
     lines += ["## Summary", ""]
     lines.append("Comparisons: " + ", ".join(f"{counts.get(v, 0)} {v}" for v in
-                                              (VERDICT_OK, VERDICT_DIFFERS, VERDICT_NE, VERDICT_SKIPPED, VERDICT_OURS))
+                                              (VERDICT_OK, VERDICT_MC, VERDICT_DIFFERS, VERDICT_NE, VERDICT_SKIPPED,
+                                               VERDICT_OURS))
                  + f" ({len(rows)} in all; tolerances and their reasons in `paper_repro/published.json`).")
     lines.append("")
     head = [r for r in rows if r["headline"]]
@@ -426,7 +484,7 @@ def write_report(ctx: Context, sections: list[Section], wall: float, cpu: float,
                  "**No compared number is outside its tolerance.**")
     lines.append("")
     reasons: dict[str, list[str]] = {}
-    for verdict in (VERDICT_DIFFERS, VERDICT_NE, VERDICT_SKIPPED):
+    for verdict in (VERDICT_DIFFERS, VERDICT_MC, VERDICT_NE, VERDICT_SKIPPED):
         for r in rows:
             if r["verdict"] == verdict:
                 what = f"{r['artefact']}: {r['dataset'] + ' ' if r['dataset'] else ''}{r['quantity']}"
@@ -437,7 +495,8 @@ def write_report(ctx: Context, sections: list[Section], wall: float, cpu: float,
     lines += ["", "### Artefacts", ""]
     lines.append(md_table([{"artefact": s.title, "status": "skipped" if s.skipped else "ran",
                             **{v: sum(r["verdict"] == v for r in s.rows) for v in
-                               (VERDICT_OK, VERDICT_DIFFERS, VERDICT_NE, VERDICT_SKIPPED, VERDICT_OURS)},
+                               (VERDICT_OK, VERDICT_MC, VERDICT_DIFFERS, VERDICT_NE, VERDICT_SKIPPED,
+                                VERDICT_OURS)},
                             "wall s": f"{s.seconds:.0f}", "CPU s": f"{s.cpu_seconds:.0f}"}
                            for s in sections]))
     lines.append("")

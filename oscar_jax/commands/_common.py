@@ -31,6 +31,14 @@ def add_data_arguments(parser):
                              "store it; e.g. gpt-4-0314)")
     parser.add_argument("--strong-weight", type=float, default=None, metavar="W",
                         help="arena-hard files: weight of A>>B / B>>A verdicts (default 1; arena-hard-auto uses 3)")
+    parser.add_argument("--responses", action="append", default=None, metavar="PATH",
+                        help="response lengths for the length term: a FastChat model_answer directory, answer "
+                             ".jsonl files, or a CSV/JSONL/Parquet table (prompt, candidate, text or length); "
+                             "joined by (prompt, candidate), lengths in Unicode characters (repeatable)")
+    parser.add_argument("--turn", type=int, default=1, metavar="N",
+                        help="answer turn of FastChat answer files to measure (default 1, the first answer)")
+    parser.add_argument("--missing-responses", choices=["error", "drop"], default="error",
+                        help="a judgment without a response of either candidate: error (default) or drop (counted)")
 
 
 def add_output_arguments(parser, formats=("table", "json", "csv")):
@@ -59,16 +67,22 @@ def design_from_args(args):
     from ..fit import as_design
 
     baseline, strong = getattr(args, "baseline", None), getattr(args, "strong_weight", None)
+    responses = dict(responses=getattr(args, "responses", None), turn=getattr(args, "turn", 1),
+                     missing_responses=getattr(args, "missing_responses", "error"))
     if baseline is None and strong is None:
         return as_design(args.data, schema=args.schema, reference_judge=args.reference_judge,
                          family_map=load_family_map(args.family_map), covariates=tuple(args.covariate),
-                         bothbad=args.bothbad)
+                         bothbad=args.bothbad, **responses)
     if args.schema not in (None, "arena-hard"):
         raise OscarInputError(f"--baseline and --strong-weight apply to arena-hard files only, not --schema {args.schema}")
     from ..schemas import load_arena_hard
 
     frame, report = load_arena_hard(args.data, baseline=baseline, strong_weight=strong,
                                     keep_columns=tuple(args.covariate))
+    if responses["responses"] is not None:
+        from ..responses import attach_responses
+
+        frame = attach_responses(frame, report, responses.pop("responses"), **responses)
     return build_design(frame, reference_judge=args.reference_judge, family_map=load_family_map(args.family_map),
                         covariates=tuple(args.covariate), report=report)
 
