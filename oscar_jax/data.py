@@ -227,19 +227,29 @@ def prompt_key(value):
     return value if isinstance(value, str) else str(value)
 
 
+def _row(frame: pd.DataFrame, i: int) -> str:
+    """Record ``i`` of ``frame`` as the user counts it: the 1-based row of the raw input
+    (before any format rule dropped records; a CSV's file line is this number + 1)."""
+    raw = int(frame[_ROW].iloc[i]) if _ROW in frame.columns else int(i)
+    return f"row {raw + 1}"
+
+
 def _names(frame: pd.DataFrame, column: str) -> pd.Series:
     col = frame[column]
     bad = col.isna() | (col.astype(str).str.strip() == "")
     if bad.any():
         row = int(np.flatnonzero(bad.to_numpy())[0])
         raise OscarInputError(
-            f"column {column!r} record {row}: missing name; every record needs a {column}"
+            f"column {column!r} {_row(frame, row)}: missing name; every record needs a {column}"
         )
     return col.astype(str).str.strip()
 
 
-def _outcome_from_labels(values: pd.Series, column: str, mapping: dict, allow_numeric: bool):
-    """Map outcome labels to (Y, tie_kind); numeric values in [0, 1] pass through if allowed."""
+def _outcome_from_labels(values: pd.Series, column: str, mapping: dict, allow_numeric: bool, frame=None):
+    """Map outcome labels to (Y, tie_kind); numeric values in [0, 1] pass through if allowed.
+
+    ``frame`` (the frame ``values`` came from) lets errors name the raw input row.
+    """
     y = np.empty(len(values))
     kind = np.empty(len(values), dtype=object)
     for i, raw in enumerate(values.to_numpy()):
@@ -248,7 +258,7 @@ def _outcome_from_labels(values: pd.Series, column: str, mapping: dict, allow_nu
             y[i], kind[i] = mapping[key]
             continue
         number = None
-        if allow_numeric and not isinstance(raw, bool):
+        if allow_numeric and not isinstance(raw, (bool, np.bool_)):
             try:
                 number = float(raw)
             except (TypeError, ValueError):
@@ -261,14 +271,28 @@ def _outcome_from_labels(values: pd.Series, column: str, mapping: dict, allow_nu
         extra = " or a number in [0, 1]" if allow_numeric else ""
         shown = raw.item() if isinstance(raw, np.generic) else raw
         raise OscarInputError(
-            f"column {column!r} record {i}: unknown label {shown!r}; expected one of {expected}{extra}"
+            f"column {column!r} {_row(frame, i) if frame is not None else f'row {i + 1}'}: unknown label {shown!r}; "
+            f"expected one of {expected}{extra}" + _bool_hint(raw)
         )
     return y, kind
 
 
+def _shown(value):
+    """A raw value as the user wrote it (numpy scalars as plain Python numbers)."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def _bool_hint(raw) -> str:
+    if isinstance(raw, (bool, np.bool_)) or (isinstance(raw, str) and raw.strip().lower() in ("true", "false")):
+        return " (a true/false value is not an outcome: write A/B/tie, or 1/0/0.5 for slot A's score)"
+    return ""
+
+
 def _finish(frame: pd.DataFrame, out: dict, report: LoadReport) -> pd.DataFrame:
     """Attach optional columns shared by every schema (weights, lengths, texts)."""
-    result = pd.DataFrame(out)
+    # Positional arrays only: a Series built from a sorted, filtered or concatenated frame
+    # keeps that frame's index labels, and pandas would align it by label, not by position.
+    result = pd.DataFrame({k: (v.to_numpy() if isinstance(v, pd.Series) else np.asarray(v)) for k, v in out.items()})
     if _ROW in frame.columns:
         result[_ROW] = frame[_ROW].to_numpy()
     if "weight" in frame.columns:
@@ -277,7 +301,7 @@ def _finish(frame: pd.DataFrame, out: dict, report: LoadReport) -> pd.DataFrame:
         if bad.any():
             row = int(np.flatnonzero(bad)[0])
             raise OscarInputError(
-                f"column 'weight' record {row}: invalid weight {frame['weight'].iloc[row]!r}; "
+                f"column 'weight' {_row(frame, row)}: invalid weight {_shown(frame['weight'].iloc[row])!r}; "
                 "weights must be finite and ≥ 0"
             )
         result["weight"] = w
@@ -286,12 +310,12 @@ def _finish(frame: pd.DataFrame, out: dict, report: LoadReport) -> pd.DataFrame:
     for side in ("a", "b"):
         lcol, tcol = f"len_{side}", f"text_{side}"
         if lcol in frame.columns:
-            result[lcol] = _lengths(frame[lcol], lcol)
+            result[lcol] = _lengths(frame[lcol], lcol, frame)
         elif tcol in frame.columns:
             texts = frame[tcol]
             if texts.isna().any():
                 row = int(np.flatnonzero(texts.isna().to_numpy())[0])
-                raise OscarInputError(f"column {tcol!r} record {row}: missing response text")
+                raise OscarInputError(f"column {tcol!r} {_row(frame, row)}: missing response text")
             # Unicode characters, as in Section 3.2 (not bytes, not tokens).
             result[lcol] = texts.astype(str).str.len().astype(float).to_numpy()
     if ("len_a" in result) != ("len_b" in result):
@@ -302,13 +326,26 @@ def _finish(frame: pd.DataFrame, out: dict, report: LoadReport) -> pd.DataFrame:
     return result
 
 
-def _lengths(col: pd.Series, name: str) -> np.ndarray:
+# No response is a billion characters long: a larger "length" is a unit or parsing error,
+# and one such value would dominate the length scale s_L of every other record.
+MAX_LENGTH = 1e9
+
+
+def _lengths(col: pd.Series, name: str, frame=None) -> np.ndarray:
     values = pd.to_numeric(col, errors="coerce").to_numpy(dtype=float)
+    huge = np.isfinite(values) & (values > MAX_LENGTH)
+    if huge.any():
+        row = int(np.flatnonzero(huge)[0])
+        raise OscarInputError(
+            f"column {name!r} {_row(frame, row) if frame is not None else f'row {row + 1}'}: length "
+            f"{_shown(col.iloc[row])!r} exceeds {MAX_LENGTH:.0e} characters; lengths are character counts of "
+            "the responses — fix the value (or drop the length columns)"
+        )
     bad = ~np.isfinite(values) | (values < 0)
     if bad.any():
         row = int(np.flatnonzero(bad)[0])
         raise OscarInputError(
-            f"column {name!r} record {row}: invalid length {col.iloc[row]!r}; lengths must be "
+            f"column {name!r} {_row(frame, row) if frame is not None else f'row {row + 1}'}: invalid length {_shown(col.iloc[row])!r}; lengths must be "
             "finite, non-negative character counts (give all records lengths, or none)"
         )
     return values
@@ -318,7 +355,7 @@ def _convert_oscar(frame: pd.DataFrame, report: LoadReport, options: dict) -> pd
     _missing(frame, ("candidate_a", "candidate_b", "outcome"), "oscar")
     mapping = {"a": (1.0, ""), "b": (0.0, ""), "tie": (0.5, "tie"),
                "tie (bothbad)": (0.5, "bothbad"), "bothbad": (0.5, "bothbad")}
-    y, kind = _outcome_from_labels(frame["outcome"], "outcome", mapping, allow_numeric=True)
+    y, kind = _outcome_from_labels(frame["outcome"], "outcome", mapping, allow_numeric=True, frame=frame)
     out = {
         "prompt": _prompts(frame, "prompt", report),
         "candidate_a": _names(frame, "candidate_a"),
@@ -338,9 +375,9 @@ def _convert_xu(frame: pd.DataFrame, report: LoadReport, options: dict) -> pd.Da
     report.dropped["'unknown' verdicts (format rule)"] = int(unknown.sum())
     frame = frame.loc[~unknown].reset_index(drop=True)
     mapping = {"a": (1.0, ""), "b": (0.0, ""), "c": (0.5, "tie")}
-    y, kind = _outcome_from_labels(frame["judge_preferred_model"], "judge_preferred_model", mapping, False)
+    y, kind = _outcome_from_labels(frame["judge_preferred_model"], "judge_preferred_model", mapping, False, frame)
     out = {
-        "prompt": frame["question_id"].map(prompt_key),
+        "prompt": _prompts(frame, "question_id", report),
         "candidate_a": _names(frame, "model_a"),
         "candidate_b": _names(frame, "model_b"),
         "judge": _names(frame, "judge_model"),
@@ -358,7 +395,7 @@ def _convert_arena(frame: pd.DataFrame, report: LoadReport, options: dict) -> pd
     _missing(frame, ("model_a", "model_b", "winner"), "arena")
     frame = _apply_bothbad(frame, frame["winner"].astype(str).str.strip().str.lower() == "tie (bothbad)",
                            report, options)
-    y, kind = _outcome_from_labels(frame["winner"], "winner", ARENA_WINNERS, False)
+    y, kind = _outcome_from_labels(frame["winner"], "winner", ARENA_WINNERS, False, frame)
     prompt_col = "question_id" if "question_id" in frame.columns else "prompt"
     out = {
         "prompt": _prompts(frame, prompt_col, report),
@@ -392,7 +429,9 @@ def _prompts(frame: pd.DataFrame, column: str, report: LoadReport) -> pd.Series:
     col = frame[column]
     if col.isna().any():
         row = int(np.flatnonzero(col.isna().to_numpy())[0])
-        raise OscarInputError(f"column {column!r} record {row}: missing prompt id")
+        raise OscarInputError(f"column {column!r} {_row(frame, row)}: missing prompt id; give every record "
+                              f"its prompt's id (records of one prompt form one cluster), or drop the {column!r} "
+                              "column to make every record its own cluster")
     return col.map(prompt_key)
 
 
@@ -448,6 +487,9 @@ def load_judgments(source, schema: str | None = None, *, bothbad: str = "tie",
     (1.0, 1)
     """
     raw, name = read_table(source)
+    # Positions, not index labels, identify records from here on: a sorted, filtered or
+    # concatenated DataFrame must give the same result as its reset copy.
+    raw = raw.reset_index(drop=True)
     raw.columns = [str(c).strip() for c in raw.columns]
     if len(raw) == 0:
         raise OscarInputError(f"{name}: no records (empty data)")
@@ -458,7 +500,11 @@ def load_judgments(source, schema: str | None = None, *, bothbad: str = "tie",
     report = LoadReport(source=name, schema=schema, n_input=len(raw))
     options = {"bothbad": bothbad, **schema_options}
     raw[_ROW] = np.arange(len(raw))
-    frame = SCHEMAS[schema].convert(raw, report, options)
+    try:
+        frame = SCHEMAS[schema].convert(raw, report, options)
+    except OscarInputError as exc:
+        text = str(exc)
+        raise OscarInputError(text if text.startswith(name) else f"{name}: {text}") from None
     rows = frame.pop(_ROW).to_numpy() if _ROW in frame.columns else np.arange(len(frame))
     for col in keep_columns:
         if col not in raw.columns:
@@ -470,7 +516,7 @@ def load_judgments(source, schema: str | None = None, *, bothbad: str = "tie",
     if same.any():
         row = int(np.flatnonzero(same)[0])
         raise OscarInputError(
-            f"record {row}: candidate_a == candidate_b == {frame['candidate_a'].iloc[row]!r}; "
+            f"row {int(rows[row]) + 1}: candidate_a == candidate_b == {frame['candidate_a'].iloc[row]!r}; "
             f"a candidate cannot be compared with itself ({int(same.sum())} such records); remove them"
         )
     if len(frame) == 0:

@@ -313,3 +313,15 @@ def test_cli_audit_bad_input_exits_2(tmp_path, capsys):
     pd.DataFrame(hand_rows()).to_csv(ok, index=False)
     assert main(["audit", str(ok), "--reference", "Z", "--no-bayes"]) == 2
     assert "reference condition 'Z' is not in the data" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("alternative", ["two-sided", "less", "greater"])
+@pytest.mark.parametrize("a, b", [(0.1 + 0.2, 0.3), (0.7, 0.7000000000000001)])
+def test_ttest_of_identical_constant_conditions_is_no_evidence(alternative, a, b):
+    # Issue 13: every run rated alike under both conditions (e.g. every label "fair"): the
+    # means differ by rounding only (1 − 2/3 − 1/3 ≠ 0), se = 0, and t = −inf gave p = 0.
+    x, y = jnp.full(3, a), jnp.full(3, b)  # equal rates up to rounding, as summed run rates are
+    r = ttest_ind(x, jnp.ones(3, bool), y, jnp.ones(3, bool), alternative=alternative)
+    assert float(r.diff) == 0.0 and float(r.t) == 0.0
+    assert float(r.p) == 1.0 if alternative == "two-sided" else float(r.p) == pytest.approx(0.5)
+    assert np.all(np.isfinite([float(r.diff), float(r.se), float(r.t), float(r.p)]))
