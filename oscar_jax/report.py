@@ -43,7 +43,9 @@ def render_table(frame: pd.DataFrame, columns: Sequence[tuple[str, str, str]], w
         values = []
         for v in frame[col].tolist():
             if isinstance(v, str) or spec == "":
-                values.append("–" if v is None or (isinstance(v, float) and math.isnan(v)) else str(v))
+                # Control characters in names (a newline) would break the row: show them escaped.
+                values.append("–" if v is None or (isinstance(v, float) and math.isnan(v))
+                              else str(v).replace("\r", "\\r").replace("\n", "\\n").replace("\t", "\\t"))
             elif v is None or (isinstance(v, float) and not math.isfinite(v)):
                 values.append("–")
             else:

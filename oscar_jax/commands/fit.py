@@ -83,6 +83,8 @@ def _merge_board(payload: dict, board, scale: str):
         for k in keys:
             cand[k] = float(row[k])
         cand["plus"], cand["minus"] = float(row["plus"]), float(row["minus"])
+        if cand.get("interval", "ok") != "ok":  # flagged (oscar_jax.identification): no interval
+            cand.update({k: None for k in keys[1:]}, plus=None, minus=None)
 
 
 def _apply_draws(payload: dict, result, intervals: dict):
@@ -92,6 +94,8 @@ def _apply_draws(payload: dict, result, intervals: dict):
     f_lo, f_hi = intervals["q_field"]
     for cand in payload["candidates"]:
         i = index[cand["candidate"]]
+        if cand.get("interval", "ok") != "ok":
+            continue
         cand["score_lo"], cand["score_hi"] = float(s_lo[i]), float(s_hi[i])
         cand["q_field_lo"], cand["q_field_hi"] = float(f_lo[i]), float(f_hi[i])
     q_lo, q_hi = intervals["q"]
