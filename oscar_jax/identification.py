@@ -102,11 +102,13 @@ class Identification:
         few_j = [j for j, f in zip(judges, self.judge_flags) if "few records" in f]
         if few_c or few_j:
             out.append("few records: " + ", ".join(few_c[:5] + few_j[:5]))
-        zero = [c for c, f in zip(candidates, self.candidate_flags) if "zero variance" in f]
-        if zero:
-            out.append("zero variance: every residual is zero (e.g. all ties), so the sandwich intervals of "
-                       + ", ".join(zero[:5]) + " have no width for lack of information")
         return out
+
+
+def zero_variance_message(names) -> str:
+    return ("zero variance: every residual is zero (e.g. all ties or one outcome repeated), so the sandwich "
+            "intervals of " + ", ".join(list(names)[:5]) + (" …" if len(names) > 5 else "")
+            + " would have no width for lack of information, not for certainty; not estimable")
 
 
 def _sigmoid(x):
@@ -294,7 +296,9 @@ def identify(result) -> Identification:
             vals[free_k] = block
             dphi = delta_phi[pb["v"]]
         else:
-            vals = np.nanmin(block.reshape(n_k, width), axis=1) if np.any(np.isfinite(block)) else vals
+            b2 = block.reshape(n_k, width)
+            finite = np.isfinite(b2)
+            vals = np.where(finite.any(axis=1), np.where(finite, b2, np.inf).min(axis=1), np.nan)
             dphi = np.abs(delta_phi[pb[term]]).reshape(n_k, width).max(axis=1)
         judge_c["gamma" if term == "v" else term] = vals
         label = _TERM_LABEL[term]
@@ -352,6 +356,7 @@ def interval_status(result, ci: str = "sandwich") -> dict:
     cand_flags, judge_flags = result.flags(ci)
     cand = [_status(f) for f in cand_flags]
     any_sep = any("separated" in f for f in cand_flags)
+    se_pos = result._bias_se(ci, "pos") if result.cov is not None else np.full(result.design.n_judge, np.nan)
     kappa, d = [], []
     for kk, flags in enumerate(judge_flags):
         terms = ident.judge_flag_terms[kk] if kk < len(ident.judge_flag_terms) else {}
@@ -363,7 +368,7 @@ def interval_status(result, ci: str = "sandwich") -> dict:
             kappa.append(None)
         if "β_pos" in terms.get("separated", []):
             d.append("unbounded")
-        elif "β_pos" in terms.get("penalty-dominated", []):
+        elif "β_pos" in terms.get("penalty-dominated", []) or not (se_pos[kk] > 1e-9 or np.isnan(se_pos[kk])):
             d.append("not estimable")
         else:
             d.append(None)

@@ -184,6 +184,8 @@ class FitResult:
 
     def identification_check(self, ci: str = "sandwich") -> dict:
         """A B.3-style check: ok only when no candidate or judge is flagged."""
+        from .identification import zero_variance_message
+
         ident = self.identification
         cand, judges = self.flags(ci)
         flagged = {"candidates": {c: f for c, f in zip(self.design.candidates, cand) if f},
@@ -191,7 +193,10 @@ class FitResult:
         return {"ok": not (flagged["candidates"] or flagged["judges"]), "separated": bool(ident.separated),
                 "method": ident.method, "separated_quantities": list(ident.separated_quantities),
                 "penalty_dominated": list(ident.penalty_dominated), "flagged": flagged,
-                "messages": ident.messages(self.design.candidates, self.design.judges)}
+                "messages": ident.messages(self.design.candidates, self.design.judges)
+                + ([zero_variance_message([n for n, f in zip(self.design.candidates + self.design.judges, cand + judges)
+                                           if "zero variance" in f])]
+                   if any("zero variance" in f for f in cand + judges) else [])}
 
     # ---------------------------------------------------------------- checks
     def checks(self) -> dict:
