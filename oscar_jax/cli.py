@@ -81,6 +81,16 @@ def main(argv=None) -> int:
         print(f"warning: {message}", file=sys.stderr)
 
     warnings.showwarning = show
+    try:
+        # Output folders are checked before anything is computed (oscar_jax.outputs).
+        from .outputs import check_output_dir
+
+        for attr, option in (("out", "--out"), ("plots", "--plots")):
+            if getattr(args, attr, None):
+                check_output_dir(getattr(args, attr), option)
+    except OscarInputError as exc:
+        print(f"oscar {args.command}: error: {exc}", file=sys.stderr)
+        return 2
     _enable_compilation_cache()
     try:
         return int(args._run(args) or 0)

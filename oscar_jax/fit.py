@@ -36,7 +36,7 @@ class OscarFitWarning(UserWarning):
 
 
 def as_design(data, *, schema=None, reference_judge=None, family_map=None, covariates=(),
-              bothbad="tie") -> Design:
+              bothbad="tie", encoding=None) -> Design:
     """A Design from a Design (returned as is), a path, a DataFrame or records."""
     if isinstance(data, Design):
         if reference_judge is not None or family_map is not None or covariates:
@@ -45,7 +45,8 @@ def as_design(data, *, schema=None, reference_judge=None, family_map=None, covar
                 "pass them to build_design() instead"
             )
         return data
-    frame, report = load_judgments(data, schema=schema, bothbad=bothbad, keep_columns=tuple(covariates or ()))
+    frame, report = load_judgments(data, schema=schema, bothbad=bothbad, keep_columns=tuple(covariates or ()),
+                                   encoding=encoding)
     return build_design(frame, reference_judge=reference_judge, family_map=family_map,
                         covariates=covariates, report=report)
 

@@ -27,7 +27,14 @@ _CI_KINDS = ("sandwich", "model")
 
 
 def _sigmoid(x):
-    return 1.0 / (1.0 + np.exp(-x))
+    # tanh form: no overflow for the |x| in the hundreds of a flagged interval's end.
+    return 0.5 * (1.0 + np.tanh(0.5 * np.asarray(x, dtype=float)))
+
+
+def _exp(x):
+    # A separated or unidentified quantity can have a log-scale SE in the hundreds; the
+    # interval is then flagged (oscar_jax.identification), and exp must not overflow.
+    return np.exp(np.clip(x, -745.0, 709.0))
 
 
 @dataclass(frozen=True, eq=False)
@@ -282,11 +289,11 @@ class FitResult:
             "n": [self.design.counts["judge_records"][j] for j in self.design.judges],
             "reference": [k == ref for k in range(self.design.n_judge)],
             "gamma": p.gamma,
-            "gamma_lo": np.exp(t.log_gamma - z * se_t.log_gamma),
-            "gamma_hi": np.exp(t.log_gamma + z * se_t.log_gamma),
+            "gamma_lo": _exp(t.log_gamma - z * se_t.log_gamma),
+            "gamma_hi": _exp(t.log_gamma + z * se_t.log_gamma),
             "kappa": np.exp(t.log_kappa),
-            "kappa_lo": np.exp(t.log_kappa - z * se_t.log_kappa),
-            "kappa_hi": np.exp(t.log_kappa + z * se_t.log_kappa),
+            "kappa_lo": _exp(t.log_kappa - z * se_t.log_kappa),
+            "kappa_hi": _exp(t.log_kappa + z * se_t.log_kappa),
             "beta_pos": np.where(kept["pos"], p.beta_pos, np.nan),
             "D": np.where(kept["pos"], np.tanh(p.beta_pos / 2), np.nan),
             "D_lo": np.where(kept["pos"], np.tanh((p.beta_pos - z * se_pos) / 2), np.nan),

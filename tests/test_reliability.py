@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import warnings
 from pathlib import Path
 
@@ -223,3 +224,72 @@ def test_flags_on_the_released_datasets():
     # zai-org picks slot A in 493 of 498 records: its sensitivity γ → 0 as λ → 0 (no
     # interior maximum), so log γ is set by the ridge.
     assert cand == {} and judges == {"zai-org/GLM-4.5-Air-FP8": "penalty-dominated"}
+
+
+# ----------------------------------------------------------------------------- weak-today items
+@pytest.mark.parametrize("n_prompts", [-3, 0, 2.5, "ten"])
+def test_simulate_design_rejects_bad_counts(n_prompts):
+    with pytest.raises(OscarInputError, match="n_prompts must be an integer"):
+        oj.simulate_design(n_prompts=n_prompts)
+
+
+def test_json_saved_as_csv_and_truncated_jsonl_and_encoding(tmp_path):
+    records = pd.read_csv(DATA / "eco_oscar.csv").head(20).to_dict(orient="records")
+    as_csv = tmp_path / "data.csv"
+    as_csv.write_text(json.dumps(records), encoding="utf-8")
+    with pytest.raises(OscarInputError, match="holds JSON; rename it to .json"):
+        oj.load_judgments(as_csv)
+    lines = [json.dumps(r) for r in records]
+    jl = tmp_path / "data.jsonl"
+    jl.write_text("\n".join(lines[:-1] + [lines[-1][:25]]) + "\n", encoding="utf-8")
+    with pytest.raises(OscarInputError, match=r"line 20: not valid JSON .* truncated"):
+        oj.load_judgments(jl)
+    latin = tmp_path / "latin.csv"
+    frame = pd.read_csv(DATA / "eco_oscar.csv").head(40)
+    frame.loc[0, "candidate_a"] = "modèle-é"
+    frame.to_csv(latin, index=False, encoding="latin-1")
+    with pytest.raises(OscarInputError, match="--encoding"):
+        oj.load_judgments(latin)
+    got, _ = oj.load_judgments(latin, encoding="latin-1")
+    assert got.loc[0, "candidate_a"] == "modèle-é"
+
+
+def test_newline_in_a_name_does_not_break_the_table():
+    from oscar_jax.report import render_table
+
+    text = render_table(pd.DataFrame({"name": ["a\nb", "c"], "x": [1.0, 2.0]}), [("name", "name", ""), ("x", "x", ".1f")])
+    assert len(text.splitlines()) == 4 and "a\\nb" in text
+
+
+def test_loader_notes_are_in_the_text_header():
+    from oscar_jax.summaries import header
+
+    a = pd.read_csv(DATA / "eco_arena.csv").drop(columns=["judge"])
+    result = oj.fit(a, "j", warn=False)
+    assert "note: no 'judge' column" in header(result)
+
+
+def test_output_folder_is_checked_before_computing(tmp_path, capsys):
+    from oscar_jax.cli import main
+
+    blocker = tmp_path / "file.txt"
+    blocker.write_text("x")
+    assert main(["fit", str(DATA / "nonexistent.csv"), "--out", str(blocker)]) == 2
+    assert "is a file, not a folder" in capsys.readouterr().err  # before reading the (missing) data
+    assert main(["fit", str(DATA / "nonexistent.csv"), "--plots", str(blocker / "sub")]) == 2
+    assert "is a file, so no folder can be created" in capsys.readouterr().err
+
+
+def test_atomic_write_leaves_no_partial_file(tmp_path):
+    from oscar_jax.outputs import atomic_write
+
+    target = tmp_path / "t.csv"
+    target.write_text("old")
+
+    def boom(tmp):
+        tmp.write_text("partial")
+        raise RuntimeError("interrupted")
+
+    with pytest.raises(RuntimeError):
+        atomic_write(target, boom)
+    assert target.read_text() == "old" and [p.name for p in tmp_path.iterdir()] == ["t.csv"]
