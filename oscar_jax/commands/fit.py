@@ -183,7 +183,11 @@ def run(args) -> int:
         if args.scale == "logit" and anchor is None and not draw_based:
             text = fit_report(result, ci=wald)
         else:
-            text = "\n\n".join([header(result), arena_text(board), judges_text(result, wald), win_text(result, wald)])
+            from ..identification import interval_status
+
+            board.attrs["interval_status"] = {c: x for c, x in zip(result.design.candidates,
+                                                                    interval_status(result, wald)["candidates"]) if x}
+            text = "\n\n".join([header(result, wald), arena_text(board), judges_text(result, wald), win_text(result, wald)])
         if notes:
             text += "\n\n" + "\n".join(f"note: {n}" for n in notes)
         if plots:
