@@ -13,13 +13,10 @@ import warnings
 import numpy as np
 import pandas as pd
 
+from .data import _shown
 from .validate import OscarDataWarning, OscarInputError
 
 __all__ = ["check_canonical", "warn_case_variants"]
-
-
-def _shown(value):
-    return value.item() if isinstance(value, np.generic) else value
 
 
 def _missing_name(values: np.ndarray) -> np.ndarray:

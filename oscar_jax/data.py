@@ -277,7 +277,7 @@ def prompt_key(value):
 def _row(frame: pd.DataFrame, i: int) -> str:
     """Record ``i`` of ``frame`` as the user counts it: the 1-based row of the raw input
     (before any format rule dropped records; a CSV's file line is this number + 1)."""
-    raw = int(frame[_ROW].iloc[i]) if _ROW in frame.columns else int(i)
+    raw = int(frame[_ROW].iloc[i]) if frame is not None and _ROW in frame.columns else int(i)
     return f"row {raw + 1}"
 
 
@@ -318,7 +318,7 @@ def _outcome_from_labels(values: pd.Series, column: str, mapping: dict, allow_nu
         extra = " or a number in [0, 1]" if allow_numeric else ""
         shown = raw.item() if isinstance(raw, np.generic) else raw
         raise OscarInputError(
-            f"column {column!r} {_row(frame, i) if frame is not None else f'row {i + 1}'}: unknown label {shown!r}; "
+            f"column {column!r} {_row(frame, i)}: unknown label {shown!r}; "
             f"expected one of {expected}{extra}" + _bool_hint(raw)
         )
     return y, kind
@@ -384,7 +384,7 @@ def _lengths(col: pd.Series, name: str, frame=None) -> np.ndarray:
     if huge.any():
         row = int(np.flatnonzero(huge)[0])
         raise OscarInputError(
-            f"column {name!r} {_row(frame, row) if frame is not None else f'row {row + 1}'}: length "
+            f"column {name!r} {_row(frame, row)}: length "
             f"{_shown(col.iloc[row])!r} exceeds {MAX_LENGTH:.0e} characters; lengths are character counts of "
             "the responses — fix the value (or drop the length columns)"
         )
@@ -392,7 +392,7 @@ def _lengths(col: pd.Series, name: str, frame=None) -> np.ndarray:
     if bad.any():
         row = int(np.flatnonzero(bad)[0])
         raise OscarInputError(
-            f"column {name!r} {_row(frame, row) if frame is not None else f'row {row + 1}'}: invalid length {_shown(col.iloc[row])!r}; lengths must be "
+            f"column {name!r} {_row(frame, row)}: invalid length {_shown(col.iloc[row])!r}; lengths must be "
             "finite, non-negative character counts (give all records lengths, or none)"
         )
     return values

@@ -111,10 +111,6 @@ def zero_variance_message(names) -> str:
             + " would have no width for lack of information, not for certainty; not estimable")
 
 
-def _sigmoid(x):
-    return 0.5 * (1.0 + np.tanh(0.5 * x))
-
-
 def _linear_rows(design, layout, theta, mask):
     """Cell statistics and the linearised covariate rows x_c = ∂η_c/∂φ as a sparse matrix."""
     from scipy.sparse import csr_matrix
@@ -176,6 +172,8 @@ def _free_phi(layout, mask):
 
 def _certificate(stats, eta, x_theta, theta_free, ridge) -> bool:
     """True when Stiemke's certificate proves there is no separation (module docstring)."""
+    from .results import _sigmoid
+
     w, wy = stats[:, 0], stats[:, 1]
     live = w > 0
     p = _sigmoid(eta)

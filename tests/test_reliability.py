@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -82,22 +81,22 @@ def test_all_zero_weights_are_an_error():
         oj.build_design(frame.assign(weight=0.0))
 
 
-def test_absurd_length_is_rejected_with_row_column_value():
-    a = pd.read_csv(DATA / "eco_oscar.csv")
+def _with_lengths(frame, value):
     rng = np.random.default_rng(0)
-    a["len_a"] = rng.integers(100, 2000, len(a)).astype(float)
-    a["len_b"] = rng.integers(100, 2000, len(a)).astype(float)
-    a.loc[5, "len_a"] = 1e300
+    frame = frame.assign(len_a=rng.integers(100, 2000, len(frame)).astype(float),
+                         len_b=rng.integers(100, 2000, len(frame)).astype(float))
+    frame.loc[5, "len_a"] = value
+    return frame
+
+
+def test_absurd_length_is_rejected_with_row_column_value():
+    a = _with_lengths(pd.read_csv(DATA / "eco_oscar.csv"), 1e300)
     with pytest.raises(OscarInputError, match=r"column 'len_a' row 6: length 1e\+300 exceeds"):
         oj.load_judgments(a)
 
 
 def test_one_dominant_length_warns():
-    frame, _ = oj.load_judgments(DATA / "eco_oscar.csv")
-    rng = np.random.default_rng(0)
-    frame["len_a"] = rng.integers(100, 2000, len(frame)).astype(float)
-    frame["len_b"] = rng.integers(100, 2000, len(frame)).astype(float)
-    frame.loc[5, "len_a"] = 1e8
+    frame = _with_lengths(oj.load_judgments(DATA / "eco_oscar.csv")[0], 1e8)
     with pytest.warns(OscarDataWarning, match=r"column 'len_a' row 6: length 1e\+08 carries \d+% of the variance"):
         oj.build_design(frame)
 
