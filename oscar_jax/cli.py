@@ -78,6 +78,10 @@ def main(argv=None) -> int:
         return 2
 
     def show(message, category, filename, lineno, file=None, line=None):
+        from .xla_cache import drop_unreadable_entry
+
+        if drop_unreadable_entry(str(message)):  # warn once, then compile and cache afresh
+            message = f"{message} (entry removed; it is recompiled and cached again)"
         print(f"warning: {message}", file=sys.stderr)
 
     warnings.showwarning = show

@@ -292,3 +292,41 @@ def test_atomic_write_leaves_no_partial_file(tmp_path):
     with pytest.raises(RuntimeError):
         atomic_write(target, boom)
     assert target.read_text() == "old" and [p.name for p in tmp_path.iterdir()] == ["t.csv"]
+
+
+_CACHE_SCRIPT = """
+import sys, warnings, jax, jax.numpy as jnp
+jax.config.update("jax_compilation_cache_dir", sys.argv[1])
+jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
+jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+from oscar_jax.xla_cache import drop_unreadable_entry
+def show(message, category, filename, lineno, file=None, line=None):
+    drop_unreadable_entry(str(message))
+    print("warning:", message)
+warnings.showwarning = show
+jax.jit(lambda x: jnp.cos(x) * 3 - 1)(jnp.ones(2))
+"""
+
+
+def test_unreadable_compilation_cache_entry_warns_once(tmp_path):
+    # In a subprocess: the persistent cache is process-wide JAX configuration.
+    import os
+    import subprocess
+    import sys
+
+    cache = tmp_path / "xla"
+    cache.mkdir()
+    script = tmp_path / "run.py"
+    script.write_text(_CACHE_SCRIPT)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+
+    def run():
+        out = subprocess.run([sys.executable, str(script), str(cache)], capture_output=True, text=True, env=env,
+                             check=True)
+        return out.stdout.count("Error reading persistent compilation cache entry")
+
+    assert run() == 0 and any(cache.iterdir())
+    for entry in cache.iterdir():
+        entry.write_bytes(b"not a compiled program")
+    assert run() > 0   # the corrupt entries are reported once ...
+    assert run() == 0  # ... and replaced, so the next run is quiet
