@@ -19,7 +19,7 @@ from .results import FitResult
 from .sweep import SweepResult, kendall_tau_b, release_compiled, sweep
 from .simulate import TABLE_G1, SimParams, simulate, simulate_design, simulate_frame
 from .spec import ModelSpec, parse_model
-from .validate import OscarInputError
+from .validate import OscarDataWarning, OscarInputError
 
 __version__ = "0.1.0"
 
@@ -61,6 +61,7 @@ __all__ = [
     "FitResult",
     "LoadReport",
     "ModelSpec",
+    "OscarDataWarning",
     "OscarFitWarning",
     "OscarInputError",
     "__version__",

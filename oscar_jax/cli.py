@@ -78,9 +78,23 @@ def main(argv=None) -> int:
         return 2
 
     def show(message, category, filename, lineno, file=None, line=None):
+        from .xla_cache import drop_unreadable_entry
+
+        if drop_unreadable_entry(str(message)):  # warn once, then compile and cache afresh
+            message = f"{message} (entry removed; it is recompiled and cached again)"
         print(f"warning: {message}", file=sys.stderr)
 
     warnings.showwarning = show
+    try:
+        # Output folders are checked before anything is computed (oscar_jax.outputs).
+        from .outputs import check_output_dir
+
+        for attr, option in (("out", "--out"), ("plots", "--plots")):
+            if getattr(args, attr, None):
+                check_output_dir(getattr(args, attr), option)
+    except OscarInputError as exc:
+        print(f"oscar {args.command}: error: {exc}", file=sys.stderr)
+        return 2
     _enable_compilation_cache()
     try:
         return int(args._run(args) or 0)

@@ -97,11 +97,46 @@ class LoadReport:
 # Reading files
 # ---------------------------------------------------------------------------------------
 
-def read_table(source) -> tuple[pd.DataFrame, str]:
+def _text(path: Path, encoding: str) -> str:
+    if path.suffix.lower() == ".gz":
+        import gzip
+
+        with gzip.open(path, "rt", encoding=encoding) as fh:
+            return fh.read()
+    return path.read_text(encoding=encoding)
+
+
+def _read_jsonl(path: Path, encoding: str) -> pd.DataFrame:
+    rows = []
+    for number, line in enumerate(_text(path, encoding).splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError as exc:
+            raise OscarInputError(
+                f"{str(path)!r} line {number}: not valid JSON ({exc.msg} at column {exc.colno}); a JSON-lines "
+                "file needs one complete record per line — the file may be truncated: re-export it or remove "
+                "that line"
+            ) from None
+    return pd.DataFrame(rows)
+
+
+def _looks_like_json(path: Path, encoding: str) -> bool:
+    try:
+        head = _text(path, encoding)[:4096].lstrip("\ufeff \t\r\n")
+    except (UnicodeDecodeError, OSError):
+        return False
+    return head[:1] in ("[", "{")
+
+
+def read_table(source, encoding: str | None = None) -> tuple[pd.DataFrame, str]:
     """Read a DataFrame, CSV/TSV, JSON (array or object of arrays), JSONL or Parquet file.
 
+    ``encoding`` is the text encoding of CSV/TSV/JSON files (default UTF-8).
     Returns the raw frame and a printable source name.
     """
+    enc = encoding or "utf-8"
     if isinstance(source, pd.DataFrame):
         return source.copy(), "<DataFrame>"
     if isinstance(source, (list, tuple)) and (not source or isinstance(source[0], dict)):
@@ -111,16 +146,21 @@ def read_table(source) -> tuple[pd.DataFrame, str]:
         raise OscarInputError(f"data file {str(path)!r} does not exist")
     suffix = "".join(path.suffixes[-2:]).lower() if path.suffix.lower() == ".gz" else path.suffix.lower()
     try:
+        if suffix in (".csv", ".csv.gz", ".tsv", ".tsv.gz") and _looks_like_json(path, enc):
+            raise OscarInputError(
+                f"{str(path)!r} has a {suffix} suffix but holds JSON; rename it to .json (an array of "
+                "records) or .jsonl (one record per line)"
+            )
         if suffix in (".csv", ".csv.gz"):
-            frame = pd.read_csv(path, keep_default_na=False, na_values=[""])
+            frame = pd.read_csv(path, keep_default_na=False, na_values=[""], encoding=enc)
         elif suffix in (".tsv", ".tsv.gz"):
-            frame = pd.read_csv(path, sep="\t", keep_default_na=False, na_values=[""])
+            frame = pd.read_csv(path, sep="\t", keep_default_na=False, na_values=[""], encoding=enc)
         elif suffix in (".parquet", ".pq"):
             frame = pd.read_parquet(path)
         elif suffix in (".jsonl", ".ndjson", ".jsonl.gz"):
-            frame = pd.read_json(path, lines=True, dtype=False)
+            frame = _read_jsonl(path, enc)
         elif suffix == ".json":
-            frame = _read_json(path)
+            frame = _read_json(path, enc)
         else:
             raise OscarInputError(
                 f"cannot tell the format of {str(path)!r} from its suffix {suffix!r}; "
@@ -128,6 +168,14 @@ def read_table(source) -> tuple[pd.DataFrame, str]:
             )
     except OscarInputError:
         raise
+    except UnicodeDecodeError as exc:
+        raise OscarInputError(
+            f"cannot read {str(path)!r} as {enc}: byte 0x{exc.object[exc.start]:02x} at position {exc.start} is "
+            f"not valid {exc.encoding}; if the file was saved in another encoding, name it with --encoding "
+            "(e.g. --encoding cp1252, latin-1 or utf-16; Python: load_judgments(..., encoding=...))"
+        ) from None
+    except LookupError:
+        raise OscarInputError(f"unknown text encoding {enc!r}; e.g. utf-8, cp1252, latin-1, utf-16") from None
     except ImportError as exc:
         raise OscarInputError(f"reading {str(path)!r} needs an optional package: {exc}; "
                               "for Parquet, pip install pyarrow") from None
@@ -136,14 +184,13 @@ def read_table(source) -> tuple[pd.DataFrame, str]:
     return frame, str(path)
 
 
-def _read_json(path: Path) -> pd.DataFrame:
-    text = path.read_text(encoding="utf-8")
+def _read_json(path: Path, encoding: str = "utf-8") -> pd.DataFrame:
+    text = path.read_text(encoding=encoding)
     try:
         obj = json.loads(text)
     except json.JSONDecodeError:
         # Many "json" dumps are really JSON lines.
-        rows = [json.loads(line) for line in text.splitlines() if line.strip()]
-        return pd.DataFrame(rows)
+        return _read_jsonl(path, encoding)
     if isinstance(obj, list):
         return pd.DataFrame(obj)
     if isinstance(obj, dict):
@@ -230,19 +277,29 @@ def prompt_key(value):
     return value if isinstance(value, str) else str(value)
 
 
+def _row(frame: pd.DataFrame, i: int) -> str:
+    """Record ``i`` of ``frame`` as the user counts it: the 1-based row of the raw input
+    (before any format rule dropped records; a CSV's file line is this number + 1)."""
+    raw = int(frame[_ROW].iloc[i]) if frame is not None and _ROW in frame.columns else int(i)
+    return f"row {raw + 1}"
+
+
 def _names(frame: pd.DataFrame, column: str) -> pd.Series:
     col = frame[column]
     bad = col.isna() | (col.astype(str).str.strip() == "")
     if bad.any():
         row = int(np.flatnonzero(bad.to_numpy())[0])
         raise OscarInputError(
-            f"column {column!r} record {row}: missing name; every record needs a {column}"
+            f"column {column!r} {_row(frame, row)}: missing name; every record needs a {column}"
         )
     return col.astype(str).str.strip()
 
 
-def _outcome_from_labels(values: pd.Series, column: str, mapping: dict, allow_numeric: bool):
-    """Map outcome labels to (Y, tie_kind); numeric values in [0, 1] pass through if allowed."""
+def _outcome_from_labels(values: pd.Series, column: str, mapping: dict, allow_numeric: bool, frame=None):
+    """Map outcome labels to (Y, tie_kind); numeric values in [0, 1] pass through if allowed.
+
+    ``frame`` (the frame ``values`` came from) lets errors name the raw input row.
+    """
     y = np.empty(len(values))
     kind = np.empty(len(values), dtype=object)
     for i, raw in enumerate(values.to_numpy()):
@@ -251,7 +308,7 @@ def _outcome_from_labels(values: pd.Series, column: str, mapping: dict, allow_nu
             y[i], kind[i] = mapping[key]
             continue
         number = None
-        if allow_numeric and not isinstance(raw, bool):
+        if allow_numeric and not isinstance(raw, (bool, np.bool_)):
             try:
                 number = float(raw)
             except (TypeError, ValueError):
@@ -264,14 +321,28 @@ def _outcome_from_labels(values: pd.Series, column: str, mapping: dict, allow_nu
         extra = " or a number in [0, 1]" if allow_numeric else ""
         shown = raw.item() if isinstance(raw, np.generic) else raw
         raise OscarInputError(
-            f"column {column!r} record {i}: unknown label {shown!r}; expected one of {expected}{extra}"
+            f"column {column!r} {_row(frame, i)}: unknown label {shown!r}; "
+            f"expected one of {expected}{extra}" + _bool_hint(raw)
         )
     return y, kind
 
 
+def _shown(value):
+    """A raw value as the user wrote it (numpy scalars as plain Python numbers)."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def _bool_hint(raw) -> str:
+    if isinstance(raw, (bool, np.bool_)) or (isinstance(raw, str) and raw.strip().lower() in ("true", "false")):
+        return " (a true/false value is not an outcome: write A/B/tie, or 1/0/0.5 for slot A's score)"
+    return ""
+
+
 def _finish(frame: pd.DataFrame, out: dict, report: LoadReport) -> pd.DataFrame:
     """Attach optional columns shared by every schema (weights, lengths, texts)."""
-    result = pd.DataFrame(out)
+    # Positional arrays only: a Series built from a sorted, filtered or concatenated frame
+    # keeps that frame's index labels, and pandas would align it by label, not by position.
+    result = pd.DataFrame({k: (v.to_numpy() if isinstance(v, pd.Series) else np.asarray(v)) for k, v in out.items()})
     if _ROW in frame.columns:
         result[_ROW] = frame[_ROW].to_numpy()
     if "weight" in frame.columns:
@@ -280,7 +351,7 @@ def _finish(frame: pd.DataFrame, out: dict, report: LoadReport) -> pd.DataFrame:
         if bad.any():
             row = int(np.flatnonzero(bad)[0])
             raise OscarInputError(
-                f"column 'weight' record {row}: invalid weight {frame['weight'].iloc[row]!r}; "
+                f"column 'weight' {_row(frame, row)}: invalid weight {_shown(frame['weight'].iloc[row])!r}; "
                 "weights must be finite and ≥ 0"
             )
         result["weight"] = w
@@ -289,12 +360,12 @@ def _finish(frame: pd.DataFrame, out: dict, report: LoadReport) -> pd.DataFrame:
     for side in ("a", "b"):
         lcol, tcol = f"len_{side}", f"text_{side}"
         if lcol in frame.columns:
-            result[lcol] = _lengths(frame[lcol], lcol)
+            result[lcol] = _lengths(frame[lcol], lcol, frame)
         elif tcol in frame.columns:
             texts = frame[tcol]
             if texts.isna().any():
                 row = int(np.flatnonzero(texts.isna().to_numpy())[0])
-                raise OscarInputError(f"column {tcol!r} record {row}: missing response text")
+                raise OscarInputError(f"column {tcol!r} {_row(frame, row)}: missing response text")
             # Unicode characters, as in Section 3.2 (not bytes, not tokens).
             result[lcol] = texts.astype(str).str.len().astype(float).to_numpy()
     if ("len_a" in result) != ("len_b" in result):
@@ -305,13 +376,26 @@ def _finish(frame: pd.DataFrame, out: dict, report: LoadReport) -> pd.DataFrame:
     return result
 
 
-def _lengths(col: pd.Series, name: str) -> np.ndarray:
+# No response is a billion characters long: a larger "length" is a unit or parsing error,
+# and one such value would dominate the length scale s_L of every other record.
+MAX_LENGTH = 1e9
+
+
+def _lengths(col: pd.Series, name: str, frame=None) -> np.ndarray:
     values = pd.to_numeric(col, errors="coerce").to_numpy(dtype=float)
+    huge = np.isfinite(values) & (values > MAX_LENGTH)
+    if huge.any():
+        row = int(np.flatnonzero(huge)[0])
+        raise OscarInputError(
+            f"column {name!r} {_row(frame, row)}: length "
+            f"{_shown(col.iloc[row])!r} exceeds {MAX_LENGTH:.0e} characters; lengths are character counts of "
+            "the responses — fix the value (or drop the length columns)"
+        )
     bad = ~np.isfinite(values) | (values < 0)
     if bad.any():
         row = int(np.flatnonzero(bad)[0])
         raise OscarInputError(
-            f"column {name!r} record {row}: invalid length {col.iloc[row]!r}; lengths must be "
+            f"column {name!r} {_row(frame, row)}: invalid length {_shown(col.iloc[row])!r}; lengths must be "
             "finite, non-negative character counts (give all records lengths, or none)"
         )
     return values
@@ -321,7 +405,7 @@ def _convert_oscar(frame: pd.DataFrame, report: LoadReport, options: dict) -> pd
     _missing(frame, ("candidate_a", "candidate_b", "outcome"), "oscar")
     mapping = {"a": (1.0, ""), "b": (0.0, ""), "tie": (0.5, "tie"),
                "tie (bothbad)": (0.5, "bothbad"), "bothbad": (0.5, "bothbad")}
-    y, kind = _outcome_from_labels(frame["outcome"], "outcome", mapping, allow_numeric=True)
+    y, kind = _outcome_from_labels(frame["outcome"], "outcome", mapping, allow_numeric=True, frame=frame)
     out = {
         "prompt": _prompts(frame, "prompt", report),
         "candidate_a": _names(frame, "candidate_a"),
@@ -341,9 +425,9 @@ def _convert_xu(frame: pd.DataFrame, report: LoadReport, options: dict) -> pd.Da
     report.dropped["'unknown' verdicts (format rule)"] = int(unknown.sum())
     frame = frame.loc[~unknown].reset_index(drop=True)
     mapping = {"a": (1.0, ""), "b": (0.0, ""), "c": (0.5, "tie")}
-    y, kind = _outcome_from_labels(frame["judge_preferred_model"], "judge_preferred_model", mapping, False)
+    y, kind = _outcome_from_labels(frame["judge_preferred_model"], "judge_preferred_model", mapping, False, frame)
     out = {
-        "prompt": frame["question_id"].map(prompt_key),
+        "prompt": _prompts(frame, "question_id", report),
         "candidate_a": _names(frame, "model_a"),
         "candidate_b": _names(frame, "model_b"),
         "judge": _names(frame, "judge_model"),
@@ -361,7 +445,7 @@ def _convert_arena(frame: pd.DataFrame, report: LoadReport, options: dict) -> pd
     _missing(frame, ("model_a", "model_b", "winner"), "arena")
     frame = _apply_bothbad(frame, frame["winner"].astype(str).str.strip().str.lower() == "tie (bothbad)",
                            report, options)
-    y, kind = _outcome_from_labels(frame["winner"], "winner", ARENA_WINNERS, False)
+    y, kind = _outcome_from_labels(frame["winner"], "winner", ARENA_WINNERS, False, frame)
     prompt_col = "question_id" if "question_id" in frame.columns else "prompt"
     out = {
         "prompt": _prompts(frame, prompt_col, report),
@@ -395,7 +479,9 @@ def _prompts(frame: pd.DataFrame, column: str, report: LoadReport) -> pd.Series:
     col = frame[column]
     if col.isna().any():
         row = int(np.flatnonzero(col.isna().to_numpy())[0])
-        raise OscarInputError(f"column {column!r} record {row}: missing prompt id")
+        raise OscarInputError(f"column {column!r} {_row(frame, row)}: missing prompt id; give every record "
+                              f"its prompt's id (records of one prompt form one cluster), or drop the {column!r} "
+                              "column to make every record its own cluster")
     return col.map(prompt_key)
 
 
@@ -421,8 +507,8 @@ register_schema(Schema("oscar", ("candidate_a", "candidate_b", "outcome"), _conv
 # ---------------------------------------------------------------------------------------
 
 def load_judgments(source, schema: str | None = None, *, bothbad: str = "tie",
-                   keep_columns=(), responses=None, turn: int = 1, missing_responses: str = "error",
-                   **schema_options) -> tuple[pd.DataFrame, LoadReport]:
+                   keep_columns=(), encoding: str | None = None, responses=None, turn: int = 1,
+                   missing_responses: str = "error", **schema_options) -> tuple[pd.DataFrame, LoadReport]:
     """Read judgments from a file or DataFrame into the canonical frame.
 
     Parameters
@@ -436,6 +522,8 @@ def load_judgments(source, schema: str | None = None, *, bothbad: str = "tie",
         separately; ``"drop"`` removes those records (counted in the report).
     keep_columns
         Extra raw columns to carry through (user covariates for ``build_design``).
+    encoding
+        Text encoding of CSV/TSV/JSON files (default UTF-8).
     responses, turn, missing_responses
         Response lengths joined by (prompt, candidate): a FastChat ``model_answer``
         directory, answer JSONL files or a table (see :mod:`oscar_jax.responses`); ``turn``
@@ -456,7 +544,10 @@ def load_judgments(source, schema: str | None = None, *, bothbad: str = "tie",
     >>> float(frame.outcome[0]), report.n_kept
     (1.0, 1)
     """
-    raw, name = read_table(source)
+    raw, name = read_table(source, encoding)
+    # Positions, not index labels, identify records from here on: a sorted, filtered or
+    # concatenated DataFrame must give the same result as its reset copy.
+    raw = raw.reset_index(drop=True)
     raw.columns = [str(c).strip() for c in raw.columns]
     if len(raw) == 0:
         raise OscarInputError(f"{name}: no records (empty data)")
@@ -467,7 +558,11 @@ def load_judgments(source, schema: str | None = None, *, bothbad: str = "tie",
     report = LoadReport(source=name, schema=schema, n_input=len(raw))
     options = {"bothbad": bothbad, **schema_options}
     raw[_ROW] = np.arange(len(raw))
-    frame = SCHEMAS[schema].convert(raw, report, options)
+    try:
+        frame = SCHEMAS[schema].convert(raw, report, options)
+    except OscarInputError as exc:
+        text = str(exc)
+        raise OscarInputError(text if text.startswith(name) else f"{name}: {text}") from None
     rows = frame.pop(_ROW).to_numpy() if _ROW in frame.columns else np.arange(len(frame))
     for col in keep_columns:
         if col not in raw.columns:
@@ -479,7 +574,7 @@ def load_judgments(source, schema: str | None = None, *, bothbad: str = "tie",
     if same.any():
         row = int(np.flatnonzero(same)[0])
         raise OscarInputError(
-            f"record {row}: candidate_a == candidate_b == {frame['candidate_a'].iloc[row]!r}; "
+            f"row {int(rows[row]) + 1}: candidate_a == candidate_b == {frame['candidate_a'].iloc[row]!r}; "
             f"a candidate cannot be compared with itself ({int(same.sum())} such records); remove them"
         )
     if responses is not None:

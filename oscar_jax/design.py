@@ -10,6 +10,7 @@ fits keep the static shapes that ``vmap`` needs.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -25,7 +26,8 @@ from .data import LoadReport
 from .families import family_function
 from .params import Layout
 from .spec import ModelSpec
-from .validate import OscarInputError, resolve_name
+from .canonical import check_canonical, warn_case_variants
+from .validate import OscarDataWarning, OscarInputError, resolve_name
 
 __all__ = ["Design", "DesignArrays", "build_design", "cell_stats_from_cluster_weights"]
 
@@ -128,6 +130,28 @@ def _components(a: np.ndarray, b: np.ndarray, n: int) -> tuple[int, np.ndarray]:
     return connected_components(graph, directed=False)
 
 
+def _warn_dominant_length(log_ratio: np.ndarray, la: np.ndarray, lb: np.ndarray) -> None:
+    """Warn when one record carries most of Σ(ℓ − ℓ̄)², and so sets s_L for everyone.
+
+    s_L is the standard deviation of the log length ratios (method §3.2, divisor N), which
+    a single absurd length (a unit or parsing error) can inflate without bound, shrinking
+    every other record's L towards 0 and inflating β_len.
+    """
+    n = len(log_ratio)
+    dev = (log_ratio - log_ratio.mean()) ** 2
+    total = float(dev.sum())
+    if n < 10 or total <= 0:
+        return
+    i = int(np.argmax(dev))
+    if dev[i] / total > 0.25:
+        side, value = ("len_a", la[i]) if abs(np.log1p(la[i]) - np.median(np.log1p(la))) >= \
+            abs(np.log1p(lb[i]) - np.median(np.log1p(lb))) else ("len_b", lb[i])
+        warnings.warn(
+            f"column {side!r} row {i + 1}: length {value:g} carries {100 * dev[i] / total:.0f}% of the variance of "
+            "the log length ratios, so it alone sets the length scale s_L (and so β_len); check that value "
+            "(lengths are character counts) and fix or drop it", OscarDataWarning, stacklevel=3)
+
+
 def build_design(frame: pd.DataFrame, *, reference_judge: str | None = None, family_map=None,
                  covariates=(), length_scale: float | None = None,
                  report: LoadReport | None = None, require_connected: bool = True) -> Design:
@@ -158,6 +182,7 @@ def build_design(frame: pd.DataFrame, *, reference_judge: str | None = None, fam
     n = len(frame)
     if n == 0:
         raise OscarInputError("no records (empty data)")
+    check_canonical(frame)
     notes: list[str] = []
     cand_a = frame["candidate_a"].astype(str).to_numpy()
     cand_b = frame["candidate_b"].astype(str).to_numpy()
@@ -170,6 +195,8 @@ def build_design(frame: pd.DataFrame, *, reference_judge: str | None = None, fam
         raise OscarInputError(f"only one candidate ({candidates[0]!r}) in the data; a ranking needs at least two")
     judges_col = frame["judge"].astype(str).to_numpy()
     judges = tuple(sorted(set(judges_col)))
+    warn_case_variants("candidate", candidates)
+    warn_case_variants("judge", judges)
     c_index = {c: i for i, c in enumerate(candidates)}
     j_index = {j: i for i, j in enumerate(judges)}
     a = np.fromiter((c_index[x] for x in cand_a), dtype=np.int32, count=n)
@@ -187,7 +214,7 @@ def build_design(frame: pd.DataFrame, *, reference_judge: str | None = None, fam
     if bad.any():
         row = int(np.flatnonzero(bad)[0])
         raise OscarInputError(f"column 'outcome' record {row}: {frame['outcome'].iloc[row]!r} is not a score in [0, 1]")
-    w = frame["weight"].to_numpy(dtype=float) if "weight" in frame.columns else np.ones(n)
+    w = pd.to_numeric(frame["weight"]).to_numpy(dtype=float) if "weight" in frame.columns else np.ones(n)
     tie_kind = frame["tie_kind"].to_numpy() if "tie_kind" in frame.columns else np.where(y == 0.5, "tie", "")
     is_tie = (tie_kind == "tie") | (tie_kind == "bothbad") | (y == 0.5)
 
@@ -208,6 +235,8 @@ def build_design(frame: pd.DataFrame, *, reference_judge: str | None = None, fam
                 raise OscarInputError(f"column {name!r} record {row}: invalid length {col[row]!r}; lengths must be finite and ≥ 0")
         log_ratio = np.log1p(la) - np.log1p(lb)
         scale = float(np.std(log_ratio)) if length_scale is None else float(length_scale)
+        if length_scale is None:
+            _warn_dominant_length(log_ratio, la, lb)
         if not np.isfinite(scale) or scale <= 0:
             notes.append("all length contrasts are zero (s_L = 0): the length term is not estimable")
             has_length = False

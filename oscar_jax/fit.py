@@ -36,11 +36,12 @@ class OscarFitWarning(UserWarning):
 
 
 def as_design(data, *, schema=None, reference_judge=None, family_map=None, covariates=(),
-              bothbad="tie", responses=None, turn=1, missing_responses="error") -> Design:
+              bothbad="tie", encoding=None, responses=None, turn=1, missing_responses="error") -> Design:
     """A Design from a Design (returned as is), a path, a DataFrame or records.
 
     ``responses``, ``turn`` and ``missing_responses`` join response lengths (see
-    :func:`~oscar_jax.data.load_judgments`).
+    :func:`~oscar_jax.data.load_judgments`); ``encoding`` is the
+    text encoding of CSV/TSV/JSON files.
     """
     if isinstance(data, Design):
         if reference_judge is not None or family_map is not None or covariates or responses is not None:
@@ -50,7 +51,7 @@ def as_design(data, *, schema=None, reference_judge=None, family_map=None, covar
             )
         return data
     frame, report = load_judgments(data, schema=schema, bothbad=bothbad, keep_columns=tuple(covariates or ()),
-                                   responses=responses, turn=turn, missing_responses=missing_responses)
+                                   encoding=encoding, responses=responses, turn=turn, missing_responses=missing_responses)
     return build_design(frame, reference_judge=reference_judge, family_map=family_map,
                         covariates=covariates, report=report)
 

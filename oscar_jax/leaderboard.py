@@ -391,8 +391,12 @@ def arena_text(table: pd.DataFrame, *, title: str | None = None, width: int = 80
     pct = f"{100 * attrs.get('ci_prob', 0.95):g}%"
     digits = 1 if attrs.get("scale", "elo") == "elo" else 3
     anchor = attrs.get("anchor")
-    shown = table.assign(ci_text=["(anchor)" if c == anchor else fmt_pm(s, lo, hi, digits)
-                                  for c, s, lo, hi in zip(table.candidate, table.score, table.lo, table.hi)])
+    # attrs["interval_status"] (name → "unbounded" / "not estimable"): flagged candidates
+    # (oscar_jax.identification) get a "!" and no interval.
+    status = attrs.get("interval_status", {})
+    shown = table.assign(ci_text=["(anchor)" if c == anchor else status.get(c) or fmt_pm(s, lo, hi, digits)
+                                  for c, s, lo, hi in zip(table.candidate, table.score, table.lo, table.hi)],
+                         candidate=[("!" if status.get(c) else "") + c for c in table.candidate])
     score_fmt = ".0f" if attrs.get("scale", "elo") == "elo" else ".3f"
     cols = [("rank_ub", "Rank (UB)", "d"), ("candidate", "Model", ""), ("score", "Score", score_fmt),
             ("ci_text", f"{pct} CI (+x/−y)", ""), ("votes", "Votes", "d")]

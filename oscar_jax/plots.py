@@ -38,10 +38,9 @@ def _figure(width: float, height: float) -> Figure:
 
 
 def _save(fig: Figure, path) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, format="png")
-    return path
+    from .outputs import atomic_write
+
+    return atomic_write(path, lambda tmp: fig.savefig(tmp, format="png"))
 
 
 def _label_points(ax, xs, ys, names, min_gap: float = 0.04):

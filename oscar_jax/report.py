@@ -43,7 +43,9 @@ def render_table(frame: pd.DataFrame, columns: Sequence[tuple[str, str, str]], w
         values = []
         for v in frame[col].tolist():
             if isinstance(v, str) or spec == "":
-                values.append("–" if v is None or (isinstance(v, float) and math.isnan(v)) else str(v))
+                # Control characters in names (a newline) would break the row: show them escaped.
+                values.append("–" if v is None or (isinstance(v, float) and math.isnan(v))
+                              else str(v).replace("\r", "\\r").replace("\n", "\\n").replace("\t", "\\t"))
             elif v is None or (isinstance(v, float) and not math.isfinite(v)):
                 values.append("–")
             else:
@@ -101,15 +103,17 @@ def to_json(obj, indent: int | None = 2) -> str:
 
 def write_tables(out_dir: str | Path, tables: dict[str, pd.DataFrame], payload: dict | None = None) -> list[Path]:
     """Write each table as CSV (and ``payload`` as result.json) under ``out_dir``."""
+    from .outputs import atomic_write, atomic_write_text
+
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     written = []
     for name, frame in tables.items():
         path = out / f"{name}.csv"
-        frame.to_csv(path, index=False)
+        atomic_write(path, lambda tmp, frame=frame: frame.to_csv(tmp, index=False))
         written.append(path)
     if payload is not None:
         path = out / "result.json"
-        path.write_text(to_json(payload) + "\n", encoding="utf-8")
+        atomic_write_text(path, to_json(payload) + "\n")
         written.append(path)
     return written

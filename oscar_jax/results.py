@@ -27,7 +27,14 @@ _CI_KINDS = ("sandwich", "model")
 
 
 def _sigmoid(x):
-    return 1.0 / (1.0 + np.exp(-x))
+    # tanh form: no overflow for the |x| in the hundreds of a flagged interval's end.
+    return 0.5 * (1.0 + np.tanh(0.5 * np.asarray(x, dtype=float)))
+
+
+def _exp(x):
+    # A separated or unidentified quantity can have a log-scale SE in the hundreds; the
+    # interval is then flagged (oscar_jax.identification), and exp must not overflow.
+    return np.exp(np.clip(x, -745.0, 709.0))
 
 
 @dataclass(frozen=True, eq=False)
@@ -153,6 +160,51 @@ class FitResult:
         m = np.asarray(self.core.mask)[tb[term]] > 0
         return m.reshape(self.design.n_judge, -1).any(axis=1) if term == "cov" else m
 
+    # ---------------------------------------------------------------- identification
+    @cached_property
+    def identification(self):
+        """Separation, contraction and flags per candidate and judge (:mod:`oscar_jax.identification`).
+
+        Computed on first use (host numpy on the cell table; an LP only when the cheap
+        certificate of no separation fails).
+        """
+        from .identification import identify
+
+        return identify(self)
+
+    def flags(self, ci: str = "sandwich") -> tuple[list[list[str]], list[list[str]]]:
+        """(candidate flags, judge flags): the identification flags plus "zero variance"
+        where the interval of a free quantity has zero width for lack of residual variation."""
+        ident = self.identification
+        cand = [list(f) for f in ident.candidate_flags]
+        judges = [list(f) for f in ident.judge_flags]
+        if self.cov is not None:
+            se_t, _ = self._se(ci)
+            tiny = 1e-9
+            for i, se in enumerate(np.asarray(se_t.s)):
+                if not se > tiny and "separated" not in cand[i]:
+                    cand[i].append("zero variance")
+            for kk, se in enumerate(np.asarray(se_t.log_kappa)):
+                if not se > tiny and "separated" not in judges[kk]:
+                    judges[kk].append("zero variance")
+        return cand, judges
+
+    def identification_check(self, ci: str = "sandwich") -> dict:
+        """A B.3-style check: ok only when no candidate or judge is flagged."""
+        from .identification import zero_variance_message
+
+        ident = self.identification
+        cand, judges = self.flags(ci)
+        flagged = {"candidates": {c: f for c, f in zip(self.design.candidates, cand) if f},
+                   "judges": {j: f for j, f in zip(self.design.judges, judges) if f}}
+        return {"ok": not (flagged["candidates"] or flagged["judges"]), "separated": bool(ident.separated),
+                "method": ident.method, "separated_quantities": list(ident.separated_quantities),
+                "penalty_dominated": list(ident.penalty_dominated), "flagged": flagged,
+                "messages": ident.messages(self.design.candidates, self.design.judges)
+                + ([zero_variance_message([n for n, f in zip(self.design.candidates + self.design.judges, cand + judges)
+                                           if "zero variance" in f])]
+                   if any("zero variance" in f for f in cand + judges) else [])}
+
     # ---------------------------------------------------------------- checks
     def checks(self) -> dict:
         """Appendix B.3 checks, as plain Python values."""
@@ -215,6 +267,8 @@ class FitResult:
             "q_field_lo": _sigmoid(t.field - z * se_t.field),
             "q_field_hi": _sigmoid(t.field + z * se_t.field),
             "votes": [self.design.counts["candidate_votes"][c] for c in names],
+            "contraction": self.identification.candidate_contraction,
+            "flags": [",".join(f) for f in self.flags(ci)[0]],
         })
         frame = frame.sort_values("score", ascending=False, kind="mergesort").reset_index(drop=True)
         frame.insert(0, "rank", np.arange(1, len(frame) + 1))
@@ -235,11 +289,11 @@ class FitResult:
             "n": [self.design.counts["judge_records"][j] for j in self.design.judges],
             "reference": [k == ref for k in range(self.design.n_judge)],
             "gamma": p.gamma,
-            "gamma_lo": np.exp(t.log_gamma - z * se_t.log_gamma),
-            "gamma_hi": np.exp(t.log_gamma + z * se_t.log_gamma),
+            "gamma_lo": _exp(t.log_gamma - z * se_t.log_gamma),
+            "gamma_hi": _exp(t.log_gamma + z * se_t.log_gamma),
             "kappa": np.exp(t.log_kappa),
-            "kappa_lo": np.exp(t.log_kappa - z * se_t.log_kappa),
-            "kappa_hi": np.exp(t.log_kappa + z * se_t.log_kappa),
+            "kappa_lo": _exp(t.log_kappa - z * se_t.log_kappa),
+            "kappa_hi": _exp(t.log_kappa + z * se_t.log_kappa),
             "beta_pos": np.where(kept["pos"], p.beta_pos, np.nan),
             "D": np.where(kept["pos"], np.tanh(p.beta_pos / 2), np.nan),
             "D_lo": np.where(kept["pos"], np.tanh((p.beta_pos - z * se_pos) / 2), np.nan),
@@ -258,6 +312,9 @@ class FitResult:
                 rows[f"beta_{name}_hi"] = np.where(m, p.beta_cov[:, j] + z * se_c, np.nan)
         rows["columns"] = [",".join(tm for tm in ("pos", "len", "fam", "cov") if kept[tm][k]) or "-"
                            for k in range(self.design.n_judge)]
+        for term, values in self.identification.judge_contraction.items():
+            rows[f"contraction_{term}"] = values
+        rows["flags"] = [",".join(f) for f in self.flags(ci)[1]]
         return pd.DataFrame(rows)
 
     def win_matrix(self, ci: str = "sandwich", long: bool = True) -> pd.DataFrame:
@@ -302,8 +359,30 @@ class FitResult:
             return x
 
         def records(frame):
-            return [{k: clean(v) for k, v in row.items()} for row in frame.to_dict(orient="records")]
+            out = [{k: clean(v) for k, v in row.items()} for row in frame.to_dict(orient="records")]
+            for row in out:
+                if "flags" in row:
+                    row["flags"] = [f for f in str(row["flags"] or "").split(",") if f]
+            return out
 
+        from .identification import interval_status
+
+        status = interval_status(self, ci)
+        candidates, judges, win = records(lb), records(jt), records(wm)
+        # Flagged quantities get no interval: null, with the reason, never a confident number.
+        by_name = dict(zip(self.design.candidates, status["candidates"]))
+        for row in candidates:
+            row["interval"] = by_name[row["candidate"]] or "ok"
+            if by_name[row["candidate"]]:
+                row.update(score_lo=None, score_hi=None, q_field_lo=None, q_field_hi=None)
+        for row, kap, d in zip(judges, status["kappa"], status["D"]):
+            if kap:
+                row.update(gamma_lo=None, gamma_hi=None, kappa_lo=None, kappa_hi=None)
+            if d:
+                row.update(D_lo=None, D_hi=None)
+        for row in win:
+            if by_name[row["a"]] or by_name[row["b"]]:
+                row.update(lo=None, hi=None, se_logit=None)
         return {
             "model": self.spec.name,
             "fitted_model": self.effective_spec.name,
@@ -316,9 +395,9 @@ class FitResult:
             "ci_prob": self.ci_prob,
             "ci": ci,
             "gamma_bar": self.gamma_bar,
-            "candidates": records(lb),
-            "judges": records(jt),
-            "win_prob": records(wm),
-            "diagnostics": self.checks(),
+            "candidates": candidates,
+            "judges": judges,
+            "win_prob": win,
+            "diagnostics": {**self.checks(), "flags": self.identification_check(ci)},
             "notes": list(self.notes),
         }

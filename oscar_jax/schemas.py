@@ -44,6 +44,7 @@ from .data import (
     _names,
     _outcome_from_labels,
     _prompts,
+    _row,
     load_judgments,
     read_table,
     register_schema,
@@ -81,7 +82,7 @@ def _prompt_column(frame: pd.DataFrame, names) -> str:
 
 def _convert_evalica(frame: pd.DataFrame, report: LoadReport, options: dict) -> pd.DataFrame:
     _missing(frame, ("left", "right", "winner"), "evalica")
-    y, kind = _outcome_from_labels(frame["winner"], "winner", EVALICA_WINNERS, False)
+    y, kind = _outcome_from_labels(frame["winner"], "winner", EVALICA_WINNERS, False, frame)
     out = {
         "prompt": _prompts(frame, _prompt_column(frame, ("question_id", "prompt")), report),
         "candidate_a": _names(frame, "left"),
@@ -107,7 +108,7 @@ def _convert_crowdkit(frame: pd.DataFrame, report: LoadReport, options: dict) ->
     if bad.any():
         row = int(np.flatnonzero(bad)[0])
         raise OscarInputError(
-            f"column 'label' record {row}: {label.iloc[row]!r} is neither the left item "
+            f"column 'label' {_row(frame, row)}: {label.iloc[row]!r} is neither the left item "
             f"{left.iloc[row]!r} nor the right item {right.iloc[row]!r}; crowd-kit labels hold the "
             "winner's id and the format has no ties (use the evalica or oscar schema for ties)"
         )
@@ -126,7 +127,7 @@ def _convert_crowdkit(frame: pd.DataFrame, report: LoadReport, options: dict) ->
 # AlpacaEval annotations: generator_1, generator_2, preference ∈ {1, 2, 1.5, 0} or [1, 2]
 # ---------------------------------------------------------------------------------------
 
-def _alpaca_preference(raw, row: int) -> tuple[float, str]:
+def _alpaca_preference(raw, row: str) -> tuple[float, str]:
     number = None
     if not isinstance(raw, bool):
         try:
@@ -136,7 +137,7 @@ def _alpaca_preference(raw, row: int) -> tuple[float, str]:
     if number is None or not math.isfinite(number) or not (number == 0.0 or 1.0 <= number <= 2.0):
         shown = raw.item() if isinstance(raw, np.generic) else raw
         raise OscarInputError(
-            f"column 'preference' record {row}: {shown!r} is not an AlpacaEval preference; expected "
+            f"column 'preference' {row}: {shown!r} is not an AlpacaEval preference; expected "
             "1 (output_1 wins), 2 (output_2 wins), 1.5 or legacy 0 (draw), or a value in [1, 2] "
             "from a weighted annotator"
         )
@@ -151,7 +152,7 @@ def _convert_alpacaeval(frame: pd.DataFrame, report: LoadReport, options: dict) 
     null = frame["preference"].isna().to_numpy()
     report.dropped["annotations with a null preference (format rule)"] = int(null.sum())
     frame = frame.loc[~null].reset_index(drop=True)
-    pairs = [_alpaca_preference(v, i) for i, v in enumerate(frame["preference"].to_numpy())]
+    pairs = [_alpaca_preference(v, _row(frame, i)) for i, v in enumerate(frame["preference"].to_numpy())]
     frame = frame.copy()
     for side, col in (("a", "output_1"), ("b", "output_2")):
         if col in frame.columns and f"text_{side}" not in frame.columns and f"len_{side}" not in frame.columns:
@@ -209,7 +210,7 @@ def _convert_arena_hard(frame: pd.DataFrame, report: LoadReport, options: dict) 
             games = games.tolist()
         if not isinstance(games, (list, tuple)) or not 1 <= len(games) <= 2:
             raise OscarInputError(
-                f"column 'games' record {i}: expected a list of one or two games with a 'score' each "
+                f"column 'games' {_row(frame, i)}: expected a list of one or two games with a 'score' each "
                 f"(game 1: baseline shown first; game 2: positions swapped), got {games!r:.80}"
             )
         for g, game in enumerate(games):
@@ -220,7 +221,7 @@ def _convert_arena_hard(frame: pd.DataFrame, report: LoadReport, options: dict) 
             label = str(score).strip().replace(" ", "")
             if label not in ARENA_HARD_LABELS:
                 raise OscarInputError(
-                    f"column 'games' record {i} game {g + 1}: unknown verdict {score!r}; expected one "
+                    f"column 'games' {_row(frame, i)} game {g + 1}: unknown verdict {score!r}; expected one "
                     f"of {sorted(ARENA_HARD_LABELS)}"
                 )
             y, is_strong = ARENA_HARD_LABELS[label]
@@ -286,7 +287,7 @@ def load_arena_hard(source, *, baseline: str | None = None, strong_weight: float
             if clash.any():
                 row = int(np.flatnonzero(clash)[0])
                 raise OscarInputError(
-                    f"column 'baseline' record {row}: {given.iloc[row]!r} differs from baseline={baseline!r}; "
+                    f"column 'baseline' row {row + 1}: {given.iloc[row]!r} differs from baseline={baseline!r}; "
                     "drop one of the two"
                 )
         raw["baseline"] = str(baseline)

@@ -15,39 +15,64 @@ __all__ = ["fit_report", "header", "leaderboard_text", "judges_text", "win_text"
 _CI_NAME = {"sandwich": "prompt-cluster sandwich", "model": "model-based"}
 
 
-def header(result: FitResult) -> str:
+def _check_status(failed: list, flagged: bool) -> str:
+    # "all passed" only when nothing is flagged: a flagged quantity is set by the ridge.
+    if failed:
+        return "FAILED" + ("; flags raised (! below)" if flagged else "")
+    return "passed; flags raised (! below)" if flagged else "all passed"
+
+
+def _ci_or(status, lo, hi, digits=2) -> str:
+    return status if status else fmt_ci(lo, hi, digits)
+
+
+def header(result: FitResult, ci: str = "sandwich") -> str:
     d = result.design
     checks = result.failed_checks()
+    ident = result.identification_check(ci)
     lines = [
         f"{result.effective_spec.name} — {d.n_records:,} records · {d.n_clusters:,} prompts · "
         f"{d.n_cand} candidates · {d.n_judge} judges",
         f"reference judge: {d.judges[d.reference]}",
-        f"objective {result.objective:.4f} · checks (B.3): {'all passed' if not checks else 'FAILED'}",
+        f"objective {result.objective:.4f} · checks (B.3): {_check_status(checks, not ident['ok'])}",
     ]
     if d.report is not None:
         lines.append(f"data: {d.report.summary()}")
+        lines += [f"note: {n}" for n in d.report.notes]
     lines += [f"note: {n}" for n in result.notes]
     lines += [f"warning: {c}" for c in checks]
+    lines += [f"flag: {m}" for m in ident["messages"]]
     return "\n".join(textwrap.fill(line, 80, subsequent_indent="  ") for line in lines)
 
 
 def leaderboard_text(result: FitResult, ci: str = "sandwich") -> str:
+    from .identification import interval_status
+
     lb = result.leaderboard(ci)
-    lb = lb.assign(score_ci=[fmt_ci(lo, hi) for lo, hi in zip(lb.score_lo, lb.score_hi)],
-                   q_ci=[fmt_ci(lo, hi, 3) for lo, hi in zip(lb.q_field_lo, lb.q_field_hi)])
+    status = dict(zip(result.design.candidates, interval_status(result, ci)["candidates"]))
+    st = [status[c] for c in lb.candidate]
+    lb = lb.assign(score_ci=[_ci_or(x, lo, hi) for x, lo, hi in zip(st, lb.score_lo, lb.score_hi)],
+                   q_ci=[_ci_or(x, lo, hi, 3) for x, lo, hi in zip(st, lb.q_field_lo, lb.q_field_hi)],
+                   name=[("!" if f else "") + c for c, f in zip(lb.candidate, lb["flags"])])
     pct = int(round(100 * result.ci_prob))
     title = f"Leaderboard ({pct}% CI, {_CI_NAME[ci]}; q = win prob. against the field)"
-    table = render_table(lb, [("rank", "rank", "d"), ("candidate", "candidate", ""), ("score", "score", ".3f"),
+    if lb["flags"].astype(bool).any():
+        title += "\n" + textwrap.fill("! = flagged (see 'flag:' above): " + "; ".join(
+            f"{c}: {f.replace(',', ', ')}" for c, f in zip(lb.candidate, lb["flags"]) if f), 80, subsequent_indent="  ")
+    table = render_table(lb, [("rank", "rank", "d"), ("name", "candidate", ""), ("score", "score", ".3f"),
                               ("score_ci", f"{pct}% CI", ""), ("q_field", "q", ".3f"), ("q_ci", f"{pct}% CI", ""),
-                              ("votes", "votes", "d")], name_col="candidate")
+                              ("votes", "votes", "d")], name_col="name")
     return title + "\n" + table
 
 
 def judges_text(result: FitResult, ci: str = "sandwich") -> str:
+    from .identification import interval_status
+
     jt = result.judges(ci)
-    jt = jt.assign(kappa_ci=[fmt_ci(lo, hi) for lo, hi in zip(jt.kappa_lo, jt.kappa_hi)],
-                   D_ci=[fmt_ci(lo, hi) for lo, hi in zip(jt.D_lo, jt.D_hi)],
-                   name=[("*" if r else "") + j for j, r in zip(jt.judge, jt.reference)])
+    status = interval_status(result, ci)
+    jt = jt.assign(kappa_ci=[_ci_or(x, lo, hi) for x, lo, hi in zip(status["kappa"], jt.kappa_lo, jt.kappa_hi)],
+                   D_ci=[_ci_or(x, lo, hi) for x, lo, hi in zip(status["D"], jt.D_lo, jt.D_hi)],
+                   name=[("!" if f else "") + ("*" if r else "") + j for j, r, f in zip(jt.judge, jt.reference, jt["flags"])])
     cols = [("name", "judge (*=ref)", ""), ("n", "n", "d"), ("kappa", "κ", ".3f"), ("kappa_ci", "κ CI", "")]
     if jt["D"].notna().any():
         cols += [("D", "D", ".2f"), ("D_ci", "D CI", "")]
@@ -56,6 +81,17 @@ def judges_text(result: FitResult, ci: str = "sandwich") -> str:
     if jt["beta_fam"].notna().any():
         cols.append(("beta_fam", "β_fam", ".2f"))
     title = "Judges (κ = γ·RMS(s): sensitivity; D = tanh(β_pos/2): first-slot preference)"
+    if jt["flags"].astype(bool).any() or status["any_candidate_separated"]:
+        ident = result.identification
+        parts = []
+        for k, (j, f) in enumerate(zip(jt.judge, jt["flags"])):
+            if f:
+                terms = ident.judge_flag_terms[k]
+                detail = ", ".join(f"{flag} ({'/'.join(terms[flag])})" if flag in terms else flag for flag in f.split(","))
+                parts.append(f"{j}: {detail}")
+        if status["any_candidate_separated"]:
+            parts.append("every κ: a separated score makes RMS(s) unbounded")
+        title += "\n" + textwrap.fill("! = flagged (see 'flag:' above): " + "; ".join(parts), 80, subsequent_indent="  ")
     return title + "\n" + render_table(jt, cols, name_col="name")
 
 
@@ -71,12 +107,17 @@ def win_text(result: FitResult, ci: str = "sandwich", max_matrix: int = 8) -> st
         frame.insert(0, "row beats col", short)
         cols = [("row beats col", "row beats col", "")] + [(c, c, ".2f") for c in short]
         parts.append("Win probability q_ij (average-sensitivity judge, biases at zero)\n" + render_table(frame, cols, width=200))
+    from .identification import interval_status
+
+    status = dict(zip(names, interval_status(result, ci)["candidates"]))
     wm = result.win_matrix(ci)
     key = {(a, b): r for a, b, r in zip(wm.a, wm.b, range(len(wm)))}
     rows = []
     for x, y in zip(order[:-1], order[1:]):
         r = wm.iloc[key[(names[x], names[y])]]
-        rows.append({"pair": f"{shorten(names[x], 24)} > {shorten(names[y], 24)}", "q": r.q, "ci": fmt_ci(r.lo, r.hi, 3)})
+        flag = status[names[x]] or status[names[y]]
+        rows.append({"pair": f"{'!' if flag else ''}{shorten(names[x], 24)} > {shorten(names[y], 24)}", "q": r.q,
+                     "ci": _ci_or(flag, r.lo, r.hi, 3)})
     adj = pd.DataFrame(rows)
     parts.append(f"Adjacent ranks ({pct}% CI, {_CI_NAME[ci]})\n"
                  + render_table(adj, [("pair", "pair", ""), ("q", "q", ".3f"), ("ci", f"{pct}% CI", "")], name_col="pair"))
@@ -84,4 +125,4 @@ def win_text(result: FitResult, ci: str = "sandwich", max_matrix: int = 8) -> st
 
 
 def fit_report(result: FitResult, ci: str = "sandwich") -> str:
-    return "\n\n".join([header(result), leaderboard_text(result, ci), judges_text(result, ci), win_text(result, ci)])
+    return "\n\n".join([header(result, ci), leaderboard_text(result, ci), judges_text(result, ci), win_text(result, ci)])

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 __all__ = [
+    "OscarDataWarning",
     "OscarInputError",
     "check_ci_prob",
     "check_choice",
@@ -19,6 +20,10 @@ class OscarInputError(ValueError):
     A ``ValueError`` subclass so callers can catch either; the CLI turns it into a
     one-line message and exit status 2.
     """
+
+
+class OscarDataWarning(UserWarning):
+    """Input that is valid but probably not what the user meant (e.g. names differing only in case)."""
 
 
 def check_ci_prob(ci_prob: float) -> float:

@@ -124,10 +124,10 @@ def test_readers_agree_across_formats(tmp_path):
 def test_reader_errors_name_row_value_and_fix():
     rows = hand_rows()
     rows[5]["label"] = "excellent"
-    with pytest.raises(OscarInputError, match=r"column 'label' row 5: unknown label 'excellent'.*--labels"):
+    with pytest.raises(OscarInputError, match=r"column 'label' row 6: unknown label 'excellent'.*--labels"):
         load_audit(rows)
     prob = [{"item": 1, "condition": "x", "prob": 0.2}, {"item": 1, "condition": "y", "prob": 1.7}]
-    with pytest.raises(OscarInputError, match=r"column 'prob' row 1: 1.7 is not a probability.*divide by 100"):
+    with pytest.raises(OscarInputError, match=r"column 'prob' row 2: 1.7 is not a probability.*divide by 100"):
         load_audit(prob)
     dup = hand_rows() + [hand_rows()[0]]
     with pytest.raises(OscarInputError, match="both judge item 'i1' under condition 'A' in repetition"):
@@ -313,3 +313,28 @@ def test_cli_audit_bad_input_exits_2(tmp_path, capsys):
     pd.DataFrame(hand_rows()).to_csv(ok, index=False)
     assert main(["audit", str(ok), "--reference", "Z", "--no-bayes"]) == 2
     assert "reference condition 'Z' is not in the data" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("alternative", ["two-sided", "less", "greater"])
+@pytest.mark.parametrize("a, b", [(0.1 + 0.2, 0.3), (0.7, 0.7000000000000001)])
+def test_ttest_of_identical_constant_conditions_is_no_evidence(alternative, a, b):
+    # Issue 13: every run rated alike under both conditions (e.g. every label "fair"): the
+    # means differ by rounding only (1 − 2/3 − 1/3 ≠ 0), se = 0, and t = −inf gave p = 0.
+    x, y = jnp.full(3, a), jnp.full(3, b)  # equal rates up to rounding, as summed run rates are
+    r = ttest_ind(x, jnp.ones(3, bool), y, jnp.ones(3, bool), alternative=alternative)
+    assert float(r.diff) == 0.0 and float(r.t) == 0.0
+    assert float(r.p) == 1.0 if alternative == "two-sided" else float(r.p) == pytest.approx(0.5)
+    assert np.all(np.isfinite([float(r.diff), float(r.se), float(r.t), float(r.p)]))
+
+
+def test_duplicate_row_message_pairs_the_rows_that_clash():
+    # Issue 13: rows 2 and 3 (1-based) duplicate rows 5 and 4; the message once paired 2 with 3.
+    rows = hand_rows()
+    rows.insert(4, dict(rows[2]))
+    rows.insert(5, dict(rows[1]))
+    frame = pd.DataFrame(rows)
+    key = frame[["item", "condition", "repetition"]].astype(str).agg("|".join, axis=1)
+    first = int(np.flatnonzero(key.duplicated(keep=False).to_numpy())[0])
+    partner = int(np.flatnonzero((key == key.iloc[first]).to_numpy())[1])
+    with pytest.raises(OscarInputError, match=rf"rows \S*{first + 1}\S* and \S*{partner + 1}\S* both judge"):
+        load_audit(frame)

@@ -370,3 +370,14 @@ def test_mtbench_posterior_is_close_to_point_fit_and_converges():
     assert np.all((gap_g < GAMMA_SD_TOL * g.std(0)[free]) | (gap_g < GAMMA_ATOL)), gap_g
     # same leader as the point fit
     assert post.leaderboard().candidate[0] == point.leaderboard().candidate[0]
+
+
+def test_one_chain_reports_rhat_as_not_available(sim_design, tmp_path, capsys):
+    # Issue 13: R-hat is undefined with one chain; np.nanargmax on an all-NaN array crashed.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", BayesWarning)
+        post = fit_bayes(sim_design, "j", chains=1, warmup=20, draws=10, seed=3)
+    assert post.diagnostics["max_rhat"] is None and post.diagnostics["min_ess"] is not None
+    from oscar_jax.commands.bayes import _fmt_or
+
+    assert _fmt_or(post.diagnostics["max_rhat"], ".4f", "n/a (one chain)") == "n/a (one chain)"

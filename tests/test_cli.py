@@ -28,7 +28,7 @@ def test_bad_input_exits_2_with_message(tmp_path, capsys):
     pd.DataFrame({"model_a": ["x"], "model_b": ["y"], "winner": ["draw"]}).to_csv(path, index=False)
     assert main(["fit", str(path)]) == 2
     err = capsys.readouterr().err
-    assert "column 'winner' record 0: unknown label 'draw'" in err
+    assert "column 'winner' row 1: unknown label 'draw'" in err
 
 
 def test_missing_file_exits_2(capsys):

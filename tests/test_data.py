@@ -82,14 +82,14 @@ def test_arena_battles_keep_bothbad_apart():
 
 @pytest.mark.parametrize("mutate, message", [
     (lambda d: d.drop(columns=["candidate_b"]), "candidate_b"),
-    (lambda d: d.assign(outcome=["A", "B", "draw", "A", "A", "B"]), "record 2: unknown label 'draw'"),
-    (lambda d: d.assign(outcome=[1, 0, 1.5, 1, 1, 0]), "record 2: unknown label 1.5"),
-    (lambda d: d.assign(candidate_b=["x", "x", "z", "x", "z", "y"]), "record 0: candidate_a == candidate_b == 'x'"),
-    (lambda d: d.assign(len_a=[1, 2, np.nan, 4, 5, 6], len_b=1), "column 'len_a' record 2"),
-    (lambda d: d.assign(len_a=[1, 2, 3, -4, 5, 6], len_b=1), "column 'len_a' record 3"),
+    (lambda d: d.assign(outcome=["A", "B", "draw", "A", "A", "B"]), "row 3: unknown label 'draw'"),
+    (lambda d: d.assign(outcome=[1, 0, 1.5, 1, 1, 0]), "row 3: unknown label 1.5"),
+    (lambda d: d.assign(candidate_b=["x", "x", "z", "x", "z", "y"]), "row 1: candidate_a == candidate_b == 'x'"),
+    (lambda d: d.assign(len_a=[1, 2, np.nan, 4, 5, 6], len_b=1), "column 'len_a' row 3"),
+    (lambda d: d.assign(len_a=[1, 2, 3, -4, 5, 6], len_b=1), "column 'len_a' row 4"),
     (lambda d: d.assign(len_a=5), "lengths need both slots"),
     (lambda d: d.iloc[:0], "empty data"),
-    (lambda d: d.assign(judge=[None, "j", "j", "j", "j", "j"]), "column 'judge' record 0: missing name"),
+    (lambda d: d.assign(judge=[None, "j", "j", "j", "j", "j"]), "column 'judge' row 1: missing name"),
 ])
 def test_bad_input_is_named(mutate, message):
     with pytest.raises(OscarInputError, match=message.replace("(", r"\(").replace(")", r"\)")):

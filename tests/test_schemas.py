@@ -100,7 +100,7 @@ def test_arena_hard_null_games_dropped_and_counted():
     assert report.dropped["arena-hard games with a null score (format rule)"] == 1
     assert frame.outcome.tolist() == [0.0, 0.5, 0.0]
     bad = [dict(rows[1], games=[{"score": "A>>>B"}])]
-    with pytest.raises(OscarInputError, match=r"column 'games' record 0 game 1: unknown verdict 'A>>>B'"):
+    with pytest.raises(OscarInputError, match=r"column 'games' row 1 game 1: unknown verdict 'A>>>B'"):
         load_judgments(bad)
 
 
@@ -122,7 +122,7 @@ def test_alpacaeval_codes():
     assert frame.tie_kind.tolist() == ["", "", "tie", "tie", ""]
     assert report.dropped["annotations with a null preference (format rule)"] == 1
     assert frame.judge.unique().tolist() == ["alpacaeval"]
-    with pytest.raises(OscarInputError, match=r"column 'preference' record 0: 3 is not an AlpacaEval preference"):
+    with pytest.raises(OscarInputError, match=r"column 'preference' row 1: 3 is not an AlpacaEval preference"):
         load_judgments([dict(rows[0], preference=3)])
 
 
@@ -136,11 +136,11 @@ def test_alpacaeval_output_texts_give_lengths():
 
 @pytest.mark.parametrize("schema, rows, message", [
     ("arena", {"model_a": ["a"], "model_b": ["b"], "winner": ["draw"]},
-     r"column 'winner' record 0: unknown label 'draw'; expected one of .*model_a"),
+     r"column 'winner' row 1: unknown label 'draw'; expected one of .*model_a"),
     ("evalica", {"left": ["a", "a"], "right": ["b", "b"], "winner": ["left", "x"]},
-     r"column 'winner' record 1: unknown label 'x'; expected one of \['left', 'right', 'tie'\]"),
+     r"column 'winner' row 2: unknown label 'x'; expected one of \['left', 'right', 'tie'\]"),
     ("crowdkit", {"worker": ["w"], "left": ["a"], "right": ["b"], "label": ["c"]},
-     r"column 'label' record 0: 'c' is neither the left item 'a' nor the right item 'b'"),
+     r"column 'label' row 1: 'c' is neither the left item 'a' nor the right item 'b'"),
 ])
 def test_bad_labels_name_column_record_and_fix(schema, rows, message):
     frame = pd.DataFrame(rows)

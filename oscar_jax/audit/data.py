@@ -298,8 +298,7 @@ def load_audit(source, *, attribute: str | None = None, labels=DEFAULT_LABELS, o
         raise OscarInputError(f"missing the item column {item_col!r} (the id of the original query–ad pair or "
                               f"prompt shared by all its counterfactual versions); columns: {cols}")
     raw = raw.reset_index(drop=True)
-    row_id = np.arange(len(raw))
-
+    row_id = np.arange(1, len(raw) + 1)  # rows as the user counts them (1-based)
     # --- which attribute, which rows, which column holds the conditions
     cond_col = condition_col
     if attribute_col in cols:
@@ -383,7 +382,10 @@ def load_audit(source, *, attribute: str | None = None, labels=DEFAULT_LABELS, o
     key = pd.DataFrame({"i": items, "c": conds, "r": reps})
     dup = key.duplicated(keep=False).to_numpy()
     if dup.any():
-        pos = np.flatnonzero(dup)[:2]
+        # The first duplicated row and the first other row with the same key (the first two
+        # duplicated rows may belong to different pairs).
+        first = int(np.flatnonzero(dup)[0])
+        pos = np.flatnonzero((key == key.iloc[first]).all(axis=1).to_numpy())[:2]
         raise OscarInputError(
             f"rows {int(row_id[pos[0]])} and {int(row_id[pos[1]])} both judge item {items[pos[0]]!r} under condition "
             f"{conds[pos[0]]!r} in repetition {reps[pos[0]]!r} ({int(dup.sum())} duplicated rows); give each run "

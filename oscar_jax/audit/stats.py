@@ -132,7 +132,15 @@ def ttest_ind(x, x_mask, y, y_mask, *, alternative: str = "two-sided", equal_var
         df = (ax + ay) ** 2 / (ax ** 2 / jnp.maximum(nx - 1.0, 1.0) + ay ** 2 / jnp.maximum(ny - 1.0, 1.0))
     valid = (nx >= 2) & (ny >= 2)
     diff = mx - my
-    t = diff / se  # 0/0 = NaN when both samples are constant and equal, as scipy
+    # Rounding in the means leaves |diff| and se at ~1e-17 when both samples are constant
+    # and equal (every run identical); t = diff/se is then ±inf or NaN and p = 0 claims a
+    # certain difference. Differences within rounding of the means are exactly 0: no
+    # evidence of a difference (t = 0, p = 1).
+    tol = 64.0 * jnp.finfo(jnp.float64).eps * jnp.maximum(jnp.maximum(jnp.abs(mx), jnp.abs(my)), 1e-300)
+    same = (jnp.abs(diff) <= tol) & (se <= tol)
+    diff = jnp.where(same, 0.0, diff)
+    se = jnp.where(same, 0.0, se)
+    t = jnp.where(same, 0.0, diff / jnp.where(same, 1.0, se))
     if alternative == "two-sided":
         p = 2.0 * t_sf(jnp.abs(t), df)
         crit = t_ppf(0.5 + ci_prob / 2.0, df)

@@ -53,7 +53,8 @@ def compute_diagnostics(idata: xr.DataTree, settings: NutsSettings) -> dict:
         for name in names:
             da = ds[name]
             vals = np.atleast_1d(da.values)
-            if vals.size == 0:
+            # R-hat is undefined (NaN) with one chain: nothing to rank.
+            if vals.size == 0 or not np.any(np.isfinite(vals)):
                 continue
             i = int(fn(vals))
             label = name
@@ -78,8 +79,8 @@ def compute_diagnostics(idata: xr.DataTree, settings: NutsSettings) -> dict:
     messages = []
     if settings.chains > 1 and max_rhat is not None and not max_rhat < RHAT_MAX:
         messages.append(f"R-hat {max_rhat:.3f} ≥ {RHAT_MAX} ({worst_rhat}): chains disagree; run more warm-up/draws")
-    min_ess = min(v for v in (min_bulk, min_tail) if v is not None)
-    if min_ess < ess_min_required:
+    min_ess = min((v for v in (min_bulk, min_tail) if v is not None), default=None)
+    if min_ess is not None and min_ess < ess_min_required:
         which = worst_bulk if (min_bulk is not None and min_bulk <= (min_tail or np.inf)) else worst_tail
         messages.append(f"effective sample size {min_ess:.0f} < {ess_min_required} ({ESS_PER_CHAIN_MIN} per chain; {which}): "
                         "intervals are Monte Carlo-noisy; run more draws")

@@ -24,6 +24,8 @@ def add_data_arguments(parser):
     parser.add_argument("--covariate", action="append", default=[], metavar="COLUMN",
                         help="numeric record-level contrast column entering η per judge (repeatable); "
                              "included by models with the 'c' term, e.g. oscar+c")
+    parser.add_argument("--encoding", default=None, metavar="NAME",
+                        help="text encoding of CSV/TSV/JSON input (default utf-8; e.g. cp1252, latin-1, utf-16)")
     parser.add_argument("--bothbad", choices=["tie", "drop"], default="tie",
                         help="Arena 'tie (bothbad)': score as ½ (default) or drop (counted)")
     parser.add_argument("--baseline", default=None, metavar="NAME",
@@ -72,7 +74,7 @@ def design_from_args(args):
     if baseline is None and strong is None:
         return as_design(args.data, schema=args.schema, reference_judge=args.reference_judge,
                          family_map=load_family_map(args.family_map), covariates=tuple(args.covariate),
-                         bothbad=args.bothbad, **responses)
+                         bothbad=args.bothbad, encoding=getattr(args, "encoding", None), **responses)
     if args.schema not in (None, "arena-hard"):
         raise OscarInputError(f"--baseline and --strong-weight apply to arena-hard files only, not --schema {args.schema}")
     from ..schemas import load_arena_hard

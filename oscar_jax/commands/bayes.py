@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..report import fmt_ci, render_table, shorten
 from ._common import MODELS_HELP, add_data_arguments, design_from_args, emit, emit_json
 
@@ -15,6 +17,10 @@ DESCRIPTION = (
     "way the point fit's cluster sandwich does. Prints posterior means with highest-density intervals, "
     "P(best), the judge table and R-hat / ESS / divergence diagnostics (with a warning when poor)."
 )
+
+
+def _fmt_or(value, spec: str, missing: str) -> str:
+    return missing if value is None or not np.isfinite(value) else format(value, spec)
 
 
 def add_arguments(parser):
@@ -46,7 +52,8 @@ def _text(result, ci_prob: float) -> str:
         f"{d.n_cand} candidates · {d.n_judge} judges",
         f"reference judge: {shorten(d.judges[d.reference], 40)} · NUTS {diag['chains']} chains × "
         f"({diag['warmup']} warm-up + {diag['draws']} draws) · seed {result.seed}",
-        f"diagnostics: max R-hat {diag['max_rhat']:.4f} · min ESS {diag['min_ess']:.0f} · "
+        f"diagnostics: max R-hat {_fmt_or(diag['max_rhat'], '.4f', 'n/a (one chain)')} · "
+        f"min ESS {_fmt_or(diag['min_ess'], '.0f', 'n/a')} · "
         f"divergences {diag['divergences']} · {'ok' if diag['ok'] else 'POOR'}",
     ]
     lines += [f"note: {n}" for n in result.notes]

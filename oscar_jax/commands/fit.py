@@ -83,6 +83,8 @@ def _merge_board(payload: dict, board, scale: str):
         for k in keys:
             cand[k] = float(row[k])
         cand["plus"], cand["minus"] = float(row["plus"]), float(row["minus"])
+        if cand.get("interval", "ok") != "ok":  # flagged (oscar_jax.identification): no interval
+            cand.update({k: None for k in keys[1:]}, plus=None, minus=None)
 
 
 def _apply_draws(payload: dict, result, intervals: dict):
@@ -92,6 +94,8 @@ def _apply_draws(payload: dict, result, intervals: dict):
     f_lo, f_hi = intervals["q_field"]
     for cand in payload["candidates"]:
         i = index[cand["candidate"]]
+        if cand.get("interval", "ok") != "ok":
+            continue
         cand["score_lo"], cand["score_hi"] = float(s_lo[i]), float(s_hi[i])
         cand["q_field_lo"], cand["q_field_hi"] = float(f_lo[i]), float(f_hi[i])
     q_lo, q_hi = intervals["q"]
@@ -179,7 +183,11 @@ def run(args) -> int:
         if args.scale == "logit" and anchor is None and not draw_based:
             text = fit_report(result, ci=wald)
         else:
-            text = "\n\n".join([header(result), arena_text(board), judges_text(result, wald), win_text(result, wald)])
+            from ..identification import interval_status
+
+            board.attrs["interval_status"] = {c: x for c, x in zip(result.design.candidates,
+                                                                    interval_status(result, wald)["candidates"]) if x}
+            text = "\n\n".join([header(result, wald), arena_text(board), judges_text(result, wald), win_text(result, wald)])
         if notes:
             text += "\n\n" + "\n".join(f"note: {n}" for n in notes)
         if plots:
