@@ -73,6 +73,7 @@ def _enable_compilation_cache():
 def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    args._argv = list(sys.argv[1:] if argv is None else argv)  # the exact command, for reports
     if not getattr(args, "command", None):
         parser.print_help()
         return 2
