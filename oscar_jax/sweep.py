@@ -727,9 +727,9 @@ class SweepResult:
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
         tab = self.table(level)
-        # Okabe–Ito: distinguishable under the common colour-vision deficiencies.
-        palette = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#D55E00", "#56B4E9", "#F0E442", "#000000"]
-        colour = {m: palette[i % len(palette)] for i, m in enumerate(self.methods)}
+        from .palette import SERIES
+
+        colour = {m: SERIES[i % len(SERIES)] for i, m in enumerate(self.methods)}
         written = []
         for (c, rho), grp in tab.groupby(["c", "rho"], sort=False):
             if grp.n.nunique() < 2:
@@ -742,7 +742,7 @@ class SweepResult:
                          ("kendall_tau", "Kendall τ_b with true order", "(b) ranking recovery")],
             }
             for fig_name, spec in panels.items():
-                fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+                fig, axes = plt.subplots(1, 2, figsize=(10, 4.8), layout="constrained")
                 for ax, (metric, ylabel, title) in zip(axes, spec):
                     for m in self.methods:
                         rows = grp[grp.method == m].sort_values("n")
@@ -763,9 +763,14 @@ class SweepResult:
                     ax.set_xlabel("N (judgments)")
                     ax.set_ylabel(ylabel)
                     ax.set_title(title)
-                    ax.legend(fontsize=7, ncol=2)
+                # One legend below both panels: inside a panel it covered the J line.
+                handles = {}
+                for ax in axes:
+                    for h, lab in zip(*ax.get_legend_handles_labels()):
+                        handles.setdefault(lab, h)
+                fig.legend(list(handles.values()), list(handles), loc="outside lower center", fontsize=8,
+                           ncol=min(len(handles), 5), frameon=False)
                 fig.suptitle(f"Simulation, c = {c:g}, ρ = {rho:g}, {self.reps} replicates")
-                fig.tight_layout()
                 path = out / f"simulation_{fig_name}_{tag}.png"
                 fig.savefig(path, dpi=120)
                 plt.close(fig)

@@ -12,9 +12,9 @@ from ..report import write_tables
 
 __all__ = ["save_idata", "load_idata", "save_result", "plot_forest", "plot_judges", "OKABE_ITO"]
 
-# Okabe & Ito (2008) colour-blind-safe palette.
-OKABE_ITO = {"blue": "#0072B2", "vermillion": "#D55E00", "orange": "#E69F00", "sky": "#56B4E9",
-             "green": "#009E73", "grey": "#7F7F7F"}
+from ..palette import COLOURS, GREY
+
+OKABE_ITO = {**COLOURS, "grey": GREY}  # the package's one palette, by name
 
 
 def _netcdf4_engine() -> str | None:
