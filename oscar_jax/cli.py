@@ -15,6 +15,7 @@ import sys
 import warnings
 
 from . import __version__
+from .report import TABLE_WIDTH, table_width
 from .validate import OscarInputError
 
 __all__ = ["main", "build_parser"]
@@ -44,6 +45,9 @@ def build_parser() -> argparse.ArgumentParser:
     for mod in _command_modules():
         p = sub.add_parser(mod.NAME, help=mod.HELP, description=getattr(mod, "DESCRIPTION", mod.HELP))
         mod.add_arguments(p)
+        if "--wide" not in p._option_string_actions:
+            p.add_argument("--wide", action="store_true",
+                           help="print tables at full width (default: fit 100 columns, shortening names)")
         p.set_defaults(_run=mod.run)
     return parser
 
@@ -84,7 +88,8 @@ def main(argv=None) -> int:
     warnings.showwarning = show
     _enable_compilation_cache()
     try:
-        return int(args._run(args) or 0)
+        with table_width(None if getattr(args, "wide", False) else TABLE_WIDTH):
+            return int(args._run(args) or 0)
     except OscarInputError as exc:
         print(f"oscar {args.command}: error: {exc}", file=sys.stderr)
         return 2

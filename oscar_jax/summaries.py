@@ -7,7 +7,7 @@ import textwrap
 import numpy as np
 import pandas as pd
 
-from .report import fmt_ci, render_table, shorten
+from .report import TABLE_WIDTH, fmt_ci, render_table, shorten, shorten_names
 from .results import FitResult
 
 __all__ = ["fit_report", "header", "leaderboard_text", "judges_text", "win_text"]
@@ -66,9 +66,12 @@ def win_text(result: FitResult, ci: str = "sandwich", max_matrix: int = 8) -> st
     pct = int(round(100 * result.ci_prob))
     if len(names) <= max_matrix:
         q = result.win_prob[np.ix_(order, order)]
-        short = [shorten(names[i], 9) for i in order]
+        # Columns as wide as the names allow within the table width (at least 6, at most 24).
+        rows = shorten_names([names[i] for i in order], 24)
+        room = (TABLE_WIDTH - max(len(r) for r in rows) - 2) // len(names) - 2
+        short = shorten_names([names[i] for i in order], max(6, min(room, 24)))
         frame = pd.DataFrame(q, columns=short)
-        frame.insert(0, "row beats col", short)
+        frame.insert(0, "row beats col", rows)
         cols = [("row beats col", "row beats col", "")] + [(c, c, ".2f") for c in short]
         parts.append("Win probability q_ij (average-sensitivity judge, biases at zero)\n" + render_table(frame, cols, width=200))
     wm = result.win_matrix(ci)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..report import fmt_ci, render_table, shorten
+from ..report import fill, fmt_ci, render_table, shorten
 from ._common import MODELS_HELP, add_data_arguments, design_from_args, emit, emit_json
 
 NAME = "bayes"
@@ -70,7 +70,7 @@ def _text(result, ci_prob: float) -> str:
         cols += [("D", "D", ".2f"), ("D_ci", "D HDI", "")]
     lines += ["", "Judges (κ = γ·RMS(s): sensitivity; D = tanh(β_pos/2): net first-slot preference)",
               render_table(jt, cols, name_col="name")]
-    return "\n".join(lines)
+    return "\n".join(line if "\n" in line else fill(line) for line in lines)
 
 
 def run(args) -> int:

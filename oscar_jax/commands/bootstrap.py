@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..report import fmt_ci, render_table, write_tables
+from ..report import fill, fmt_ci, render_table, write_tables
 from ..resample import bootstrap
 from ..summaries import header
 from ._common import MODELS_HELP, add_data_arguments, add_output_arguments, design_from_args, emit, emit_json
@@ -34,8 +34,8 @@ def add_arguments(parser):
 def bootstrap_report(boot) -> str:
     pct = int(round(100 * boot.ci_prob))
     lines = [header(boot.full)]
-    lines.append(f"prompt bootstrap: {boot.replicates} replicates (seed {boot.seed}); point estimates are the "
-                 "full-data fit, intervals are bootstrap percentiles")
+    lines.append(fill(f"prompt bootstrap: {boot.replicates} replicates (seed {boot.seed}); point estimates are "
+                      "the full-data fit, intervals are bootstrap percentiles"))
     lines.append(boot.batch.failure_summary())
     clusters = boot.batch.failure_counts()["clusters"]
     if clusters:
@@ -48,7 +48,8 @@ def bootstrap_report(boot) -> str:
     lines += ["", f"Leaderboard ({pct}% bootstrap percentile CI; q = win probability against the field)",
               render_table(lb, [("rank", "rank", "d"), ("candidate", "candidate", ""), ("score", "score", ".3f"),
                                 ("score_ci", f"{pct}% CI", ""), ("q_field", "q", ".3f"), ("q_ci", f"{pct}% CI", ""),
-                                ("p_best", "P(best)", ".3f"), ("rank_ci", "rank CI", "")], name_col="candidate")]
+                                ("p_best", "P(best)", ".3f"), ("rank_ci", "rank CI", "")], name_col="candidate",
+                           secondary=("q_ci", "q_field"))]
     jt = boot.judges()
     jt = jt.assign(name=[("*" if r else "") + j for j, r in zip(jt.judge, jt.reference)],
                    kappa_ci=[fmt_ci(a, b) for a, b in zip(jt.kappa_lo, jt.kappa_hi)],
@@ -63,7 +64,7 @@ def bootstrap_report(boot) -> str:
     if jt["beta_fam"].notna().any():
         cols += [("beta_fam", "β_fam", ".2f"), ("fam_ci", "CI", "")]
     lines += ["", f"Judges ({pct}% bootstrap percentile CI; κ = γ·RMS(s), D = tanh(β_pos/2))",
-              render_table(jt, cols, name_col="name")]
+              render_table(jt, cols, name_col="name", secondary=("fam_ci", "len_ci", "D_ci"))]
     rd = boot.rank_distribution()
     rank_cols = [c for c in rd.columns if c.startswith("p_rank_")]
     cols = [("candidate", "candidate", "")] + [(c, c.removeprefix("p_rank_"), ".2f") for c in rank_cols]
