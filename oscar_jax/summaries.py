@@ -10,7 +10,7 @@ import pandas as pd
 from .report import TABLE_WIDTH, fmt_ci, render_table, shorten, shorten_names
 from .results import FitResult
 
-__all__ = ["fit_report", "header", "leaderboard_text", "judges_text", "win_text"]
+__all__ = ["fit_report", "header", "leaderboard_text", "judges_text", "scored_leaderboard", "win_text"]
 
 _CI_NAME = {"sandwich": "prompt-cluster sandwich", "model": "model-based"}
 
@@ -31,12 +31,30 @@ def header(result: FitResult) -> str:
     return "\n".join(textwrap.fill(line, 80, subsequent_indent="  ") for line in lines)
 
 
-def leaderboard_text(result: FitResult, ci: str = "sandwich") -> str:
+def scored_leaderboard(result: FitResult, ci: str = "sandwich") -> pd.DataFrame:
+    """``result.leaderboard(ci)`` with ``score`` on the average-judge logit scale x = γ̄·s.
+
+    x does not depend on the choice of reference judge (s does); its interval is the delta
+    method's for x itself. The raw s and its interval stay as ``s``, ``s_lo``, ``s_hi``.
+    """
+    from .leaderboard import arena_leaderboard
+
     lb = result.leaderboard(ci)
+    x = arena_leaderboard(result, ci=ci, scale="logit").set_index("candidate").loc[lb.candidate]
+    lb = lb.rename(columns={"score": "s", "score_lo": "s_lo", "score_hi": "s_hi"})
+    lb.insert(2, "score", x["logit"].to_numpy())
+    lb.insert(3, "score_lo", x["logit_lo"].to_numpy())
+    lb.insert(4, "score_hi", x["logit_hi"].to_numpy())
+    return lb
+
+
+def leaderboard_text(result: FitResult, ci: str = "sandwich") -> str:
+    lb = scored_leaderboard(result, ci)
     lb = lb.assign(score_ci=[fmt_ci(lo, hi) for lo, hi in zip(lb.score_lo, lb.score_hi)],
                    q_ci=[fmt_ci(lo, hi, 3) for lo, hi in zip(lb.q_field_lo, lb.q_field_hi)])
     pct = int(round(100 * result.ci_prob))
-    title = f"Leaderboard ({pct}% CI, {_CI_NAME[ci]}; q = win prob. against the field)"
+    title = (f"Leaderboard ({pct}% CI, {_CI_NAME[ci]})\n"
+             "score: average-judge logit (same for any reference judge); q: P(win) vs field")
     table = render_table(lb, [("rank", "rank", "d"), ("candidate", "candidate", ""), ("score", "score", ".3f"),
                               ("score_ci", f"{pct}% CI", ""), ("q_field", "q", ".3f"), ("q_ci", f"{pct}% CI", ""),
                               ("votes", "votes", "d")], name_col="candidate")
