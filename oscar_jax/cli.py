@@ -86,6 +86,9 @@ def main(argv=None) -> int:
         print(f"warning: {message}", file=sys.stderr)
 
     warnings.showwarning = show
+    from .fit import OscarNoteWarning
+
+    warnings.filterwarnings("ignore", category=OscarNoteWarning)  # the commands print the notes themselves
     _enable_compilation_cache()
     try:
         with table_width(None if getattr(args, "wide", False) else TABLE_WIDTH):
