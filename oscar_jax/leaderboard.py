@@ -385,7 +385,7 @@ def arena_leaderboard(result: FitResult, *, ci: str = "sandwich", scale: str = "
     return frame
 
 
-def arena_text(table: pd.DataFrame, *, title: str | None = None, width: int = 80) -> str:
+def arena_text(table: pd.DataFrame, *, title: str | None = None, width: int | None = None) -> str:
     """Render an :func:`arena_leaderboard` table as ``Rank (UB) | Model | Score | CI | Votes``."""
     attrs = table.attrs
     pct = f"{100 * attrs.get('ci_prob', 0.95):g}%"

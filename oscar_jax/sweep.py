@@ -48,6 +48,7 @@ import time
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
+from statistics import NormalDist
 from typing import NamedTuple, Sequence
 
 import jax
@@ -608,6 +609,19 @@ def _mc_summary(values: np.ndarray, level: float) -> tuple[float, float, float, 
     return mean, se, mean - half, mean + half
 
 
+def wilson_interval(successes: int, n: int, level: float = 0.95) -> tuple[float, float]:
+    """Wilson score interval for a proportion: inside [0, 1] for any count (a t interval on
+    0/1 outcomes is not, e.g. 1.044 for 97 of 100)."""
+    if n <= 0:
+        return math.nan, math.nan
+    z = NormalDist().inv_cdf(0.5 + level / 2.0)
+    p = successes / n
+    denom = 1.0 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
 @dataclass(frozen=True)
 class SweepResult:
     """Outcome of :func:`sweep`.
@@ -666,6 +680,8 @@ class SweepResult:
                 row[f"{metric}_lo"] = lo
                 row[f"{metric}_hi"] = hi
             row["top1_count"] = int(good["top1"].sum())
+            # top-1 is a proportion of replicates: a Wilson interval stays inside [0, 1].
+            row["top1_lo"], row["top1_hi"] = wilson_interval(row["top1_count"], row["n_ok"], level)
             rows.append(row)
         return pd.DataFrame(rows)
 

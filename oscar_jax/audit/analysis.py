@@ -287,7 +287,8 @@ def audit(data, reference: str, *, original: str | None = None, duplicate: str |
         per_run["consistency"] = cons["runs"]
         if dup is None:
             notes.append(f"consistency is agreement with {names[anchor]!r} in the same run; give a duplicated "
-                         "baseline (duplicate=...) for the reference level of the judge's own noise")
+                         "baseline (--duplicate NAME; in Python duplicate=NAME) for the reference level of the "
+                         "judge's own noise")
     else:
         cond["consistency"] = np.nan
 

@@ -15,7 +15,7 @@ from ..leaderboard import (
     interval_source,
     parse_anchor,
 )
-from ..report import write_tables
+from ..report import fill, write_tables
 from ..scales import SCORE_SCALES, fastchat_table, scaled_board
 from ..summaries import fit_report, header, judges_text, scored_leaderboard, win_text
 from ..validate import check_ci_prob, check_positive_int, resolve_name
@@ -193,9 +193,11 @@ def run(args) -> int:
         if args.scale == "logit" and anchor is None and not draw_based:
             text = fit_report(result, ci=wald)
         else:
-            text = "\n\n".join([header(result), arena_text(board), judges_text(result, wald), win_text(result, wald)])
-        if notes:
-            text += "\n\n" + "\n".join(f"note: {n}" for n in notes)
+            # Notes about the tables (e.g. which ones are sandwich under --ci bootstrap) come before them.
+            board_text = arena_text(board)
+            if notes:
+                board_text += "\n" + "\n".join(fill(f"note: {n}") for n in notes)
+            text = "\n\n".join([header(result), board_text, judges_text(result, wald), win_text(result, wald)])
         if plots:
             text += "\n\nplots: " + ", ".join(str(p) for p in plots.values())
         emit(text)
