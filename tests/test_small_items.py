@@ -27,3 +27,21 @@ def test_bootstrap_note_comes_before_the_sandwich_tables(capsys):
     note = out.index("note: bootstrap percentile intervals")
     assert note < out.index("Judges (") and note > out.index("Rank (UB)")
     assert max(len(line) for line in out.splitlines()) <= 100
+
+
+def test_small_data_says_so_and_suggests_the_smaller_model(capsys):
+    import json
+
+    base = ["fit", str(DATA / "eco_arenahard.jsonl"), "--baseline", "gpt-4-0314", "--strong-weight", "3",
+            "--scale", "elo", "--format", "json"]
+    assert main(base) == 0
+    notes = json.loads(capsys.readouterr().out)["notes"]
+    small = [n for n in notes if n.startswith("small data for this model")]
+    assert len(small) == 1 and "Try --model j+p" in small[0] and "own-family" in small[0]
+    ratio = float(small[0].split("make the intervals ")[1].split("×")[0])
+    assert ratio > 1.5
+    assert any("every Rank (UB) is 1" in n for n in notes)
+    assert any(n.startswith("--strong-weight 3 counts each strong verdict") for n in notes)
+    assert main(base + ["--model", "j+p"]) == 0  # the suggested model draws no such note
+    notes = json.loads(capsys.readouterr().out)["notes"]
+    assert not any(n.startswith("small data") for n in notes)

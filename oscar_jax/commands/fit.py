@@ -148,6 +148,11 @@ def run(args) -> int:
                         "; the judge and win-probability tables below are prompt-cluster sandwich"))
         if n_failed:
             notes.append(f"{n_failed} {args.ci} draws failed their checks and were left out")
+    from ..advice import small_data_advice, strong_weight_note
+
+    notes += small_data_advice(result, ci=wald, ridge=args.ridge, seed=args.seed)
+    if strong_weight_note(args.strong_weight):
+        notes.append(strong_weight_note(args.strong_weight))
     payload["leaderboard"] = {
         "scale": args.scale,
         "score": {"logit": "average-judge logit x = γ̄·s (independent of the reference judge; = s when γ ≡ 1)",
@@ -192,6 +197,8 @@ def run(args) -> int:
     else:
         if args.scale == "logit" and anchor is None and not draw_based:
             text = fit_report(result, ci=wald)
+            if notes:
+                text += "\n\n" + "\n".join(fill(f"note: {n}") for n in notes)
         else:
             # Notes about the tables (e.g. which ones are sandwich under --ci bootstrap) come before them.
             board_text = arena_text(board)
