@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-__all__ = ["TABLE_WIDTH", "fill", "fmt_ci", "json_default", "render_table", "shorten", "shorten_names", "table_width",
+__all__ = ["TABLE_WIDTH", "current_width", "fill", "fmt_ci", "json_default", "render_table", "shorten", "shorten_names", "table_width",
            "to_json", "write_tables"]
 
 TABLE_WIDTH = 100  # text tables fit this many columns unless --wide (table_width(None))
@@ -29,6 +29,11 @@ def table_width(width: int | None):
         yield
     finally:
         _WIDTH.reset(token)
+
+
+def current_width() -> int | None:
+    """The width text output fits now (None under ``--wide``)."""
+    return _WIDTH.get()
 
 
 def fill(text: str, indent: str = "  ") -> str:
