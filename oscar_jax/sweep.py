@@ -612,7 +612,7 @@ def _mc_summary(values: np.ndarray, level: float) -> tuple[float, float, float, 
 def wilson_interval(successes: int, n: int, level: float = 0.95) -> tuple[float, float]:
     """Wilson score interval for a proportion: inside [0, 1] for any count (a t interval on
     0/1 outcomes is not, e.g. 1.044 for 97 of 100)."""
-    if n <= 0:
+    if n <= 0 or not 0 <= successes <= n:  # not a count of successes out of n
         return math.nan, math.nan
     z = NormalDist().inv_cdf(0.5 + level / 2.0)
     p = successes / n

@@ -195,3 +195,12 @@ def test_report_renders_in_headless_chromium(made, tmp_path):
     rows_with_ink = np.flatnonzero(inked.any(axis=1))
     assert rows_with_ink.size > 0 and rows_with_ink.max() > 2000  # figures rendered, not just a title
     assert inked.mean() > 0.05
+
+
+def test_report_carries_the_small_data_advice(tmp_path):
+    out = tmp_path / "small.html"
+    assert main(["report", str(DATA / "eco_arenahard.jsonl"), "--baseline", "gpt-4-0314", "--strong-weight", "3",
+                 "-o", str(out)]) == 0
+    body = "".join(parse(out.read_text(encoding="utf-8")).text)
+    assert "small data for this model" in body and "Try --model j+p" in body
+    assert "--strong-weight 3 counts each strong verdict" in body

@@ -17,6 +17,7 @@ def test_wilson_interval_stays_in_the_unit_interval():
     lo, hi = wilson_interval(97, 100)
     assert lo == pytest.approx(0.91548, abs=1e-4) and hi == pytest.approx(0.98975, abs=1e-4)
     assert wilson_interval(100, 100)[1] == 1.0 and wilson_interval(0, 100)[0] == 0.0
+    assert all(v != v for v in wilson_interval(5, 4))  # not a proportion: NaN, never a number
     lo, hi = wilson_interval(50, 100)
     assert lo == pytest.approx(1 - hi, abs=1e-12)  # symmetric at one half
 

@@ -58,7 +58,11 @@ def run(args) -> int:
             raise OscarInputError("--responses is not supported by this version of oscar_jax's loader")
     design = design_from_args(args)
     result = fit(design, args.model, ridge=args.ridge, seed=args.seed, ci_prob=ci_prob)
+    from ..advice import small_data_advice, strong_weight_note
+
+    notes = small_data_advice(result, ci=args.ci, ridge=args.ridge, seed=args.seed)
+    notes += [n for n in [strong_weight_note(args.strong_weight)] if n]
     path = write_report(args.output, result, ci=args.ci, command=_command_line(args), ridge=args.ridge,
-                        seed=args.seed)
+                        seed=args.seed, notes=notes)
     print(f"oscar report: wrote {path} ({path.stat().st_size / 1024:.0f} KB); open it in a browser", file=sys.stderr)
     return 0
