@@ -20,7 +20,7 @@ from matplotlib.figure import Figure
 
 from .palette import OKABE_ITO
 from .plot_layout import place_labels
-from .report import shorten
+from .report import shorten, shorten_names
 from .results import FitResult
 from .validate import OscarInputError
 
@@ -79,7 +79,7 @@ def forest_plot(table, path, *, xlabel: str | None = None, title: str | None = N
     score = _col(table, "score")
     lo = _col(table, "lo", "score_lo")
     hi = _col(table, "hi", "score_hi")
-    names = [shorten(n, _NAME_WIDTH) for n in table[label].astype(str)]
+    names = shorten_names(table[label].astype(str), _NAME_WIDTH)
     order = np.argsort(-score, kind="mergesort")
     n = len(order)
     fig = _figure(7.0, max(2.6, 0.32 * n + 1.4))
@@ -168,7 +168,7 @@ def win_heatmap(source, path, *, ci: str = "sandwich", names=None, lo=None, hi=N
     ax = fig.add_subplot()
     shown = np.where(np.eye(c, dtype=bool), np.nan, q)
     image = ax.imshow(shown, cmap="RdBu", vmin=0.0, vmax=1.0)
-    short = [shorten(n, 22) for n in names]
+    short = shorten_names(names, 22)
     # Vertical column names: at 45° long names run into their neighbours' boxes.
     ax.set_xticks(np.arange(c), short, rotation=90)
     ax.set_yticks(np.arange(c), short)
@@ -223,7 +223,7 @@ def judge_panel(source, path, *, j_fit=None, ci: str = "sandwich", model_name: s
         table = source.copy()
         model_name = model_name or "model"
     j_table = judge_intervals(j_fit, ci) if isinstance(j_fit, FitResult) else j_fit
-    judges = [shorten(j, 26) for j in table["judge"].astype(str)]
+    judges = shorten_names(table["judge"].astype(str), 26)
     k = len(judges)
     fig = _figure(14.0, max(4.6, 0.3 * k + 2.6))
     # (b) and (c) share the judge axis: names are printed once, left of (b).
@@ -325,7 +325,7 @@ def attenuation_scatter(table, path, *, adjusted: FitResult | None = None, title
         table = attenuation(table, adjusted)
     x = table["predicted"].to_numpy(dtype=float)
     y = table["ratio"].to_numpy(dtype=float)
-    names = [shorten(j, 24) for j in table["judge"].astype(str)]
+    names = shorten_names(table["judge"].astype(str), 24)
     fig = _figure(6.4, 6.4)
     ax = fig.add_subplot()
     ax.set_box_aspect(1.0)

@@ -206,7 +206,7 @@ def run(args) -> int:
                 board_text += "\n" + "\n".join(fill(f"note: {n}") for n in notes)
             text = "\n\n".join([header(result), board_text, judges_text(result, wald), win_text(result, wald)])
         if plots:
-            text += "\n\nplots: " + ", ".join(str(p) for p in plots.values())
+            text += "\n\n" + fill("plots: " + ", ".join(str(p) for p in plots.values()))
         emit(text)
     if plots and args.format != "table":
         print(f"oscar fit: wrote {len(plots)} plots to {args.plots}", file=sys.stderr)
