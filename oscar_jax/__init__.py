@@ -10,7 +10,7 @@ from .schemas import load_arena_hard  # (importing schemas registers the ecosyst
 from .design import Design, build_design
 from .diagnostics import attenuation, median_abs_log_discrepancy
 from .families import family_of
-from .fit import OscarFitWarning, fit
+from .fit import OscarFitWarning, OscarNoteWarning, fit
 from .leaderboard import arena_leaderboard, arena_text
 from .refit import CompareResult, FixedScoreRefit, attenuation_refit, compare, fixed_score_refit
 from .resample import (BatchFit, BootstrapResult, bootstrap, bootstrap_weights, fit_batch, prompt_folds,
@@ -63,6 +63,7 @@ __all__ = [
     "ModelSpec",
     "OscarDataWarning",
     "OscarFitWarning",
+    "OscarNoteWarning",
     "OscarInputError",
     "__version__",
     "arena_leaderboard",

@@ -15,6 +15,7 @@ import sys
 import warnings
 
 from . import __version__
+from .report import TABLE_WIDTH, table_width
 from .validate import OscarInputError
 
 __all__ = ["main", "build_parser"]
@@ -44,6 +45,9 @@ def build_parser() -> argparse.ArgumentParser:
     for mod in _command_modules():
         p = sub.add_parser(mod.NAME, help=mod.HELP, description=getattr(mod, "DESCRIPTION", mod.HELP))
         mod.add_arguments(p)
+        if "--wide" not in p._option_string_actions:
+            p.add_argument("--wide", action="store_true",
+                           help="print tables at full width (default: fit 100 columns, shortening names)")
         p.set_defaults(_run=mod.run)
     return parser
 
@@ -73,6 +77,7 @@ def _enable_compilation_cache():
 def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    args._argv = list(sys.argv[1:] if argv is None else argv)  # the exact command, for reports
     if not getattr(args, "command", None):
         parser.print_help()
         return 2
@@ -85,6 +90,9 @@ def main(argv=None) -> int:
         print(f"warning: {message}", file=sys.stderr)
 
     warnings.showwarning = show
+    from .fit import OscarNoteWarning
+
+    warnings.filterwarnings("ignore", category=OscarNoteWarning)  # the commands print the notes themselves
     try:
         # Output folders are checked before anything is computed (oscar_jax.outputs).
         from .outputs import check_output_dir
@@ -97,7 +105,8 @@ def main(argv=None) -> int:
         return 2
     _enable_compilation_cache()
     try:
-        return int(args._run(args) or 0)
+        with table_width(None if getattr(args, "wide", False) else TABLE_WIDTH):
+            return int(args._run(args) or 0)
     except OscarInputError as exc:
         print(f"oscar {args.command}: error: {exc}", file=sys.stderr)
         return 2

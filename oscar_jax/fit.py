@@ -24,13 +24,31 @@ from .results import FitResult, covariances_jit
 from .spec import ModelSpec, parse_model
 from .validate import OscarInputError, check_ci_prob, check_positive_int
 
-__all__ = ["OscarFitWarning", "as_design", "covariances_jit", "fit", "start_points"]
+__all__ = ["OscarFitWarning", "OscarNoteWarning", "as_design", "covariances_jit", "fit", "start_points"]
 
 START_SD = 0.08  # B.3: second start drawn from N(0, 0.08² I)
 
 
 class OscarFitWarning(UserWarning):
     """A fit finished but failed one of the Appendix B.3 checks."""
+
+
+class OscarNoteWarning(UserWarning):
+    """Something the fit did that changes what it estimates (a term dropped, records left out).
+
+    Issued once per distinct note per session; the CLI prints the notes in its output
+    instead. Silence with ``warnings.filterwarnings("ignore", category=OscarNoteWarning)``.
+    """
+
+
+_NOTES_SHOWN: set[str] = set()
+
+
+def _warn_notes(notes) -> None:
+    for note in notes:
+        if note not in _NOTES_SHOWN:
+            _NOTES_SHOWN.add(note)
+            warnings.warn(f"oscar_jax: {note} (see result.notes)", OscarNoteWarning, stacklevel=3)
 
 
 
@@ -92,20 +110,50 @@ def fit(data, model: str | ModelSpec = "oscar", *, reference_judge: str | None =
         ``"j"``, ``"j+p"``, ``"j+l"``, ``"j+f"``, ``"bt+plf"``, ``"davidson+plf"``,
         ``"oscar"`` (default), any combination such as ``"j+p+l"``, or a ModelSpec.
     reference_judge
-        Judge with γ = 1 (exact name or unique substring); default: most records.
+        Judge with γ = 1 (exact name or unique substring); default: most records. It
+        fixes the unit of the raw scores ``result.scores`` (s scales as 1/γ_ref), not the
+        average-judge logit used for leaderboards (see Scales below).
+    family_map
+        dict model or judge name → family, overriding the built-in family rules used by
+        the self-family term (e.g. ``{"my-judge-v2": "llama"}``).
+    covariates
+        Names of numeric record-level contrast columns in ``data`` that enter η with a
+        per-judge coefficient (used by models with the ``c`` term, e.g. ``"oscar+c"``).
     ridge
-        λ (default 0.05, the paper's value).
+        λ (default 0.05, the paper's value) on the summed loss.
     starts
         Number of starts (zero plus ``starts − 1`` draws from N(0, 0.08²)); the smallest
         objective is kept.
     seed
         Seed of the random starts (explicit; results are deterministic given it).
+    schema
+        Input convention of ``data`` when it is a file or frame (default: detected from
+        the columns); see :data:`oscar_jax.data.SCHEMAS`.
     ci_prob
         Level of the intervals in the result's tables.
+    max_iter
+        Newton iterations allowed per start (default 100); a fit that needs more fails
+        the convergence check.
+    bothbad
+        Arena's ``tie (bothbad)``: ``"tie"`` scores it ½ (default), ``"drop"`` removes it.
+    warn
+        Issue :class:`OscarFitWarning` for failed B.3 checks and, once per distinct note,
+        :class:`OscarNoteWarning` for the fit's notes (terms dropped, loader notes).
 
     Returns
     -------
     FitResult
+        ``result.notes`` says what was dropped or changed; ``result.failed_checks()``
+        lists failed checks.
+
+    Scales
+    ------
+    ``result.scores`` is s on the reference judge's scale. Leaderboards use the
+    average-judge logit x = γ̄·s, independent of the reference judge, with
+    P(i beats j) = σ(x_i − x_j) for a judge of average sensitivity with biases at zero
+    (``result.win_prob``). Elo: ``arena_leaderboard(result, scale="elo")`` gives
+    1000 + (400/ln 10)·x with intervals and Rank (UB); win rate against a baseline:
+    ``oscar_jax.scales.scaled_board(result, scale="winrate", baseline=NAME)``.
 
     Examples
     --------
@@ -138,4 +186,5 @@ def fit(data, model: str | ModelSpec = "oscar", *, reference_judge: str | None =
     if warn:
         for message in result.failed_checks():
             warnings.warn(f"{eff.name} fit: {message}", OscarFitWarning, stacklevel=2)
+        _warn_notes(result.notes)
     return result

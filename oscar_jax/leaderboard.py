@@ -385,11 +385,11 @@ def arena_leaderboard(result: FitResult, *, ci: str = "sandwich", scale: str = "
     return frame
 
 
-def arena_text(table: pd.DataFrame, *, title: str | None = None, width: int = 80) -> str:
+def arena_text(table: pd.DataFrame, *, title: str | None = None, width: int | None = None) -> str:
     """Render an :func:`arena_leaderboard` table as ``Rank (UB) | Model | Score | CI | Votes``."""
     attrs = table.attrs
     pct = f"{100 * attrs.get('ci_prob', 0.95):g}%"
-    digits = 1 if attrs.get("scale", "elo") == "elo" else 3
+    digits = 1 if attrs.get("scale", "elo") in ("elo", "winrate") else 3
     anchor = attrs.get("anchor")
     # attrs["interval_status"] (name → "unbounded" / "not estimable"): flagged candidates
     # (oscar_jax.identification) get a "!" and no interval.
@@ -397,18 +397,19 @@ def arena_text(table: pd.DataFrame, *, title: str | None = None, width: int = 80
     shown = table.assign(ci_text=["(anchor)" if c == anchor else status.get(c) or fmt_pm(s, lo, hi, digits)
                                   for c, s, lo, hi in zip(table.candidate, table.score, table.lo, table.hi)],
                          candidate=[("!" if status.get(c) else "") + c for c in table.candidate])
-    score_fmt = ".0f" if attrs.get("scale", "elo") == "elo" else ".3f"
+    score_fmt = {"elo": ".0f", "winrate": ".1f"}.get(attrs.get("scale", "elo"), ".3f")
     cols = [("rank_ub", "Rank (UB)", "d"), ("candidate", "Model", ""), ("score", "Score", score_fmt),
             ("ci_text", f"{pct} CI (+x/−y)", ""), ("votes", "Votes", "d")]
     if title is None:
         scale = attrs.get("scale", "elo")
         what = (f"Elo = {ELO_BASE:g} + {ELO_SLOPE:.2f}·logit" if scale == "elo"
+                else f"win rate % against {attrs.get('baseline')}" if scale == "winrate"
                 else "average-judge logit γ̄·s")
         source = CI_LABELS.get(attrs.get("ci", "sandwich"), attrs.get("ci", ""))
         if attrs.get("n_draws"):
             source += f", {attrs['n_draws']} draws"
         title = f"Arena-style leaderboard ({pct} CI, {source}; {what})"
-        if attrs.get("anchor"):
+        if attrs.get("anchor") and scale != "winrate":
             unit = "" if scale == "elo" else " logit"
             title += (f"\nanchored: {shorten(attrs['anchor'], 40)} = {attrs['anchor_value']:g}{unit} "
                       "(intervals are for the contrast with the anchor)")

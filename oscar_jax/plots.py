@@ -18,14 +18,14 @@ import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from .report import shorten
+from .palette import OKABE_ITO
+from .plot_layout import place_labels
+from .report import shorten, shorten_names
 from .results import FitResult
 from .validate import OscarInputError
 
 __all__ = ["OKABE_ITO", "attenuation_scatter", "forest_plot", "judge_panel", "win_heatmap", "write_fit_plots"]
 
-# Okabe & Ito (2008), "Color universal design": black first for single-series plots.
-OKABE_ITO = ("#000000", "#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D55E00", "#CC79A7")
 _BLUE, _ORANGE, _VERMILION, _GREEN, _PURPLE = OKABE_ITO[5], OKABE_ITO[1], OKABE_ITO[6], OKABE_ITO[3], OKABE_ITO[7]
 _DPI = 120
 _NAME_WIDTH = 32
@@ -41,23 +41,6 @@ def _save(fig: Figure, path) -> Path:
     from .outputs import atomic_write
 
     return atomic_write(path, lambda tmp: fig.savefig(tmp, format="png"))
-
-
-def _label_points(ax, xs, ys, names, min_gap: float = 0.04):
-    """Annotate points, skipping any closer than ``min_gap`` (axes fraction) to a labelled one.
-
-    Dense clusters (many judges near κ ratio 1) otherwise print unreadable stacks of text.
-    """
-    trans = ax.transData + ax.transAxes.inverted()
-    placed = []
-    for x0, y0, name in zip(xs, ys, names):
-        if not (np.isfinite(x0) and np.isfinite(y0)):
-            continue
-        fx, fy = trans.transform((x0, y0))
-        if any(abs(fx - px) < min_gap and abs(fy - py) < min_gap for px, py in placed):
-            continue
-        placed.append((fx, fy))
-        ax.annotate(name, (x0, y0), xytext=(3, 3), textcoords="offset points", fontsize=6.5)
 
 
 def _col(table: pd.DataFrame, *names):
@@ -95,7 +78,7 @@ def forest_plot(table, path, *, xlabel: str | None = None, title: str | None = N
     score = _col(table, "score")
     lo = _col(table, "lo", "score_lo")
     hi = _col(table, "hi", "score_hi")
-    names = [shorten(n, _NAME_WIDTH) for n in table[label].astype(str)]
+    names = shorten_names(table[label].astype(str), _NAME_WIDTH)
     order = np.argsort(-score, kind="mergesort")
     n = len(order)
     fig = _figure(7.0, max(2.6, 0.32 * n + 1.4))
@@ -176,17 +159,22 @@ def win_heatmap(source, path, *, ci: str = "sandwich", names=None, lo=None, hi=N
     c = len(names)
     if show_ci is None:
         show_ci = c <= 10
-    side = max(4.5, 0.62 * c + 2.2) if show_ci else max(4.5, 0.42 * c + 2.2)
-    fig = _figure(side + 1.0, side)
+    # Cells keep a fixed size (0.75 in with intervals, 0.5 in without) so the numbers stay
+    # at 8 pt however many candidates there are; the figure grows instead.
+    cell = 0.75 if show_ci else 0.5
+    side = max(4.5, cell * c + 2.6)
+    fig = _figure(side + 1.2, side)
     ax = fig.add_subplot()
     shown = np.where(np.eye(c, dtype=bool), np.nan, q)
     image = ax.imshow(shown, cmap="RdBu", vmin=0.0, vmax=1.0)
-    short = [shorten(n, 22) for n in names]
-    ax.set_xticks(np.arange(c), short, rotation=45, ha="right", rotation_mode="anchor")
+    short = shorten_names(names, 22)
+    # Vertical column names: at 45° long names run into their neighbours' boxes.
+    ax.set_xticks(np.arange(c), short, rotation=90)
     ax.set_yticks(np.arange(c), short)
+    ax.tick_params(labelsize=9)
     ax.set_xlabel("column: candidate B")
     ax.set_ylabel("row: candidate A")
-    size = 8 if c <= 8 else (7 if c <= 12 else 5.5)
+    size = 8
     for i in range(c):
         for j in range(c):
             if i == j or not np.isfinite(q[i, j]):
@@ -234,10 +222,13 @@ def judge_panel(source, path, *, j_fit=None, ci: str = "sandwich", model_name: s
         table = source.copy()
         model_name = model_name or "model"
     j_table = judge_intervals(j_fit, ci) if isinstance(j_fit, FitResult) else j_fit
-    judges = [shorten(j, 26) for j in table["judge"].astype(str)]
+    judges = shorten_names(table["judge"].astype(str), 26)
     k = len(judges)
-    fig = _figure(13.0, max(3.8, 0.34 * k + 2.0))
-    ax_k, ax_d, ax_b = fig.subplots(1, 3, gridspec_kw={"width_ratios": [1.0, 1.0, 1.2]})
+    fig = _figure(14.0, max(4.6, 0.3 * k + 2.6))
+    # (b) and (c) share the judge axis: names are printed once, left of (b).
+    ax_k, ax_d, ax_b = fig.subplots(1, 3, gridspec_kw={"width_ratios": [1.25, 1.0, 1.1]})
+    ax_b.sharey(ax_d)
+    ax_k.set_box_aspect(1.0)  # a square scatter, however many judges lengthen (b) and (c)
 
     # (a) κ under J against κ under the chosen model, with both intervals.
     if j_table is not None:
@@ -247,11 +238,9 @@ def judge_panel(source, path, *, j_fit=None, ci: str = "sandwich", model_name: s
         ax_k.errorbar(xk, yk, xerr=[xk - xlo, xhi - xk], yerr=[yk - ylo, yhi - yk], fmt="o", color=_BLUE,
                       ecolor="0.6", elinewidth=0.9, capsize=2, markersize=5)
         top = np.nanmax(np.concatenate([xhi, yhi, xk, yk])) * 1.05
-        ax_k.plot([0, top], [0, top], color="0.4", linestyle="--", linewidth=1, label="κ equal")
+        ax_k.plot([0, top], [0, top], color="0.4", linestyle="--", linewidth=1, label="κ equal (a)")
         ax_k.set_xlim(0, top)
         ax_k.set_ylim(0, top)
-        _label_points(ax_k, xk, yk, judges)
-        ax_k.legend(loc="upper left", fontsize=8, frameon=False)
     else:
         ax_k.text(0.5, 0.5, "no J fit given", ha="center", va="center", transform=ax_k.transAxes)
     ax_k.set_xlabel("κ under J (no bias terms)")
@@ -288,20 +277,28 @@ def judge_panel(source, path, *, j_fit=None, ci: str = "sandwich", model_name: s
         else:
             err = None
         ax_b.errorbar(est, y + shift, xerr=err, fmt=marker, color=colour, ecolor=colour, elinewidth=1.2,
-                      capsize=2, markersize=5, label=label)
+                      capsize=2, markersize=5, label=label + " (c)")
         drawn += 1
-    if drawn:
-        ax_b.legend(loc="best", fontsize=8, frameon=False)
-    else:
+    if not drawn:
         ax_b.text(0.5, 0.5, f"{model_name} has no bias terms", ha="center", va="center", transform=ax_b.transAxes)
     ax_b.axvline(0.0, color="0.4", linewidth=1)
-    ax_b.set_yticks(y, judges)
+    ax_b.tick_params(labelleft=False)
     ax_b.set_xlabel("coefficient on the logit scale")
     ax_b.set_title("(c) bias coefficients", fontsize=10)
     for ax in (ax_d, ax_b):
         ax.grid(axis="x", color="0.88", linewidth=0.8)
         ax.set_axisbelow(True)
+    # One legend for all panels, below them, where it covers no data.
+    handles, labels = [], []
+    for ax in (ax_k, ax_b):
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            handles.append(h)
+            labels.append(lab)
+    if handles:
+        fig.legend(handles, labels, loc="outside lower center", ncol=len(handles), fontsize=8, frameon=False)
     fig.suptitle(title or f"Judges under {model_name}", fontsize=11)
+    if j_table is not None:
+        place_labels(ax_k, xk, yk, judges, fontsize=6.5)
     return _save(fig, path)
 
 
@@ -327,25 +324,56 @@ def attenuation_scatter(table, path, *, adjusted: FitResult | None = None, title
         table = attenuation(table, adjusted)
     x = table["predicted"].to_numpy(dtype=float)
     y = table["ratio"].to_numpy(dtype=float)
-    names = [shorten(j, 24) for j in table["judge"].astype(str)]
-    fig = _figure(6.0, 5.4)
+    names = shorten_names(table["judge"].astype(str), 24)
+    fig = _figure(6.4, 6.4)
     ax = fig.add_subplot()
-    ax.scatter(x, y, color=_BLUE, s=30, zorder=3)
-    finite = np.concatenate([x[np.isfinite(x)], y[np.isfinite(y)]])
-    lo = min(0.0, float(finite.min()) if finite.size else 0.0)
-    hi = max(1.05, float(finite.max()) * 1.05 if finite.size else 1.05)
+    ax.set_box_aspect(1.0)
+    # Ratios live on log axes (the paper's Fig. 1(c)): a ratio r and 1/r lie equally far from
+    # the diagonal, and the many judges near (1, 1) spread out.
+    ok = np.isfinite(x) & np.isfinite(y) & (x > 0) & (y > 0)
+    ax.scatter(x[ok], y[ok], color=_BLUE, s=30, zorder=3)
+    finite = np.concatenate([x[ok], y[ok], [1.0]])
+    lo, hi = float(finite.min()) / 1.12, float(finite.max()) * 1.12
     ax.plot([lo, hi], [lo, hi], color="0.4", linestyle="--", linewidth=1, label="observed = predicted (Eq. 5)")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
     ax.set_xlim(lo, hi)
     ax.set_ylim(lo, hi)
-    _label_points(ax, x, y, names)
+    _ratio_ticks(ax, lo, hi)
     ax.set_xlabel("predicted attenuation 1 − D²  (D from the fit with position)")
     ax.set_ylabel("observed κ ratio: without / with position")
-    ax.legend(loc="upper left", fontsize=8, frameon=False)
     ax.grid(color="0.9", linewidth=0.8)
     ax.set_axisbelow(True)
     med = median_abs_log_discrepancy(table)
-    ax.set_title(title or f"Attenuation by omitted position (median |log discrepancy| {med:.3f})", fontsize=10)
+    ax.set_title(title or f"Attenuation by omitted position\n(median |log discrepancy| {med:.3f}; log axes)",
+                 fontsize=10)
+    fig.legend(loc="outside lower center", fontsize=8, frameon=False)
+    # The corner note is laid out first (at its longest) so that labels keep clear of it.
+    note = ax.text(0.98, 0.02, f"{len(names)} crowded points unlabelled", transform=ax.transAxes, ha="right",
+                   va="bottom", fontsize=6.5, color="0.4")
+    left_out = place_labels(ax, x[ok], y[ok], [n for n, o in zip(names, ok) if o], fontsize=6.5, avoid=[note])
+    if left_out:
+        note.set_text(f"{len(left_out)} crowded point{'s' if len(left_out) > 1 else ''} unlabelled")
+    else:
+        note.remove()
     return _save(fig, path)
+
+
+_NICE_RATIOS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.1, 1.25, 1.5, 2.0, 3.0, 5.0,
+                10.0, 20.0, 50.0, 100.0)
+
+
+def _ratio_ticks(ax, lo: float, hi: float, most: int = 7):
+    """Plain-number ticks (0.5, 0.8, 1, 1.25, …) on log ratio axes, thinned to ``most``."""
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
+
+    ticks = [t for t in _NICE_RATIOS if lo <= t <= hi]
+    while len(ticks) > most:
+        ticks = ticks[::2] if 1.0 in ticks[::2] else ticks[1::2]
+    for axis in (ax.xaxis, ax.yaxis):
+        axis.set_major_locator(FixedLocator(ticks))
+        axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        axis.set_minor_locator(NullLocator())
 
 
 # ---------------------------------------------------------------------------------------

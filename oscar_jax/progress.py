@@ -1,15 +1,24 @@
-"""Progress bars for long batched runs: tqdm on a TTY, silent otherwise.
+"""Progress for long batched runs: a tqdm bar on a terminal, periodic one-line reports otherwise.
 
-Set ``OSCAR_PROGRESS=0`` to silence them and ``OSCAR_PROGRESS=1`` to force them.
+On a terminal a bar redraws in place. Off a terminal (logs, CI, ``nohup``) a bar would
+either print nothing or flood the log, so one plain line goes to stderr every
+``OSCAR_PROGRESS_EVERY`` seconds (default 30; the first after that long, so short runs
+print nothing) and a last line when a reported run ends::
+
+    oscar: simulate 120/600 fits (20%), 31 s elapsed, about 2 min left
+
+Set ``OSCAR_PROGRESS=0`` to silence both and ``OSCAR_PROGRESS=1`` to force the bar.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import threading
+import time
 from contextlib import contextmanager
 
-__all__ = ["progress"]
+__all__ = ["announce", "progress"]
 
 
 def _enabled(flag: bool | None) -> bool:
@@ -21,6 +30,10 @@ def _enabled(flag: bool | None) -> bool:
     return sys.stderr.isatty()
 
 
+def _silenced() -> bool:
+    return os.environ.get("OSCAR_PROGRESS") in ("0", "false", "no", "")
+
+
 class _Null:
     def update(self, n: int = 1):
         pass
@@ -29,11 +42,102 @@ class _Null:
         pass
 
 
+def _duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+class LogLines:
+    """``update(n)`` counter that writes one line to ``stream`` every ``every`` seconds.
+
+    A daemon thread writes the lines, so a report comes on time even while one long
+    compiled call (which releases the GIL) holds the main thread.
+    """
+
+    def __init__(self, total: int, desc: str, unit: str = "fit", every: float | None = None, stream=None,
+                 clock=time.monotonic):
+        self.total, self.desc, self.unit = int(total), desc, unit
+        self.every = float(os.environ.get("OSCAR_PROGRESS_EVERY", 30) if every is None else every)
+        self.stream = sys.stderr if stream is None else stream
+        self.clock = clock
+        self.start = self.last = clock()
+        self.done = 0
+        self.lines = 0
+        self.postfix = ""
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._thread = None
+
+    def start_timer(self):
+        """Report every ``every`` seconds from a background thread until :meth:`close`."""
+        def loop():
+            while not self._stop.wait(self.every):
+                self._emit()
+
+        self._thread = threading.Thread(target=loop, name="oscar-progress", daemon=True)
+        self._thread.start()
+        return self
+
+    def _emit(self):
+        with self._lock:
+            now = self.clock()
+            self.last = now
+            self.lines += 1
+            print(self._line(now), file=self.stream, flush=True)
+
+    def set_postfix_str(self, s: str):
+        self.postfix = s
+
+    def _line(self, now: float) -> str:
+        elapsed = now - self.start
+        text = f"oscar: {self.desc} {self.done}/{self.total} {self.unit}s"
+        if self.total:
+            text += f" ({100 * self.done / self.total:.0f}%)"
+        text += f", {_duration(elapsed)} elapsed"
+        if 0 < self.done < self.total:
+            text += f", about {_duration(elapsed * (self.total - self.done) / self.done)} left"
+        if self.postfix:
+            text += f" [{self.postfix}]"
+        return text
+
+    def update(self, n: int = 1):
+        self.done += int(n)
+        if self._thread is None and self.clock() - self.last >= self.every:
+            self._emit()
+
+    def close(self):
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        if self.lines:  # a run long enough to have reported says when it ends
+            print(self._line(self.clock()), file=self.stream, flush=True)
+
+
+def announce(text: str) -> None:
+    """One line on stderr off a terminal (where no bar shows), e.g. before a long sampler run."""
+    if not sys.stderr.isatty() and not _silenced():
+        print(f"oscar: {text}", file=sys.stderr, flush=True)
+
+
 @contextmanager
 def progress(total: int, desc: str, enabled: bool | None = None, unit: str = "fit"):
-    """Context manager yielding an object with ``update(n)``; a no-op when disabled."""
+    """Context manager yielding an object with ``update(n)``.
+
+    ``enabled=None`` (default): a bar on a terminal, periodic lines otherwise;
+    ``enabled=False`` or ``OSCAR_PROGRESS=0``: nothing; ``enabled=True``: the bar.
+    """
     if not _enabled(enabled):
-        yield _Null()
+        if enabled is False or _silenced():
+            yield _Null()
+            return
+        log = LogLines(total, desc, unit).start_timer()
+        try:
+            yield log
+        finally:
+            log.close()
         return
     from tqdm.auto import tqdm
 

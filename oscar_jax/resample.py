@@ -575,6 +575,8 @@ class BootstrapResult:
         q_lo, q_hi = self._ci("field")
         ranks = self.ranks.astype(float)
         r_lo, r_hi = _percentiles(ranks, self.ci_prob, method="inverted_cdf")  # ranks stay integers
+        if np.all(np.isfinite(r_lo)) and np.all(np.isfinite(r_hi)):
+            r_lo, r_hi = r_lo.astype(int), r_hi.astype(int)
         names = self.design.candidates
         p_best = (ranks == 1).mean(axis=0) if ranks.shape[0] else np.full(len(names), np.nan)
         frame = pd.DataFrame({

@@ -73,6 +73,16 @@ class FitResult:
                               ridge=self.effective_spec.ridge)
         return jax.tree_util.tree_map(np.asarray, cov)
 
+    def __repr__(self) -> str:
+        from .result_display import fit_repr
+
+        return fit_repr(self)
+
+    def _repr_html_(self) -> str:
+        from .result_display import fit_repr_html
+
+        return fit_repr_html(self)
+
     # ---------------------------------------------------------------- estimates
     @property
     def model(self) -> str:
@@ -317,8 +327,19 @@ class FitResult:
         rows["flags"] = [",".join(f) for f in self.flags(ci)[1]]
         return pd.DataFrame(rows)
 
-    def win_matrix(self, ci: str = "sandwich", long: bool = True) -> pd.DataFrame:
-        """q_ij with delta-method intervals σ(ĥ ± z·se) (Eq. 10), for every ordered pair."""
+    def win_matrix(self, ci: str = "sandwich", long: bool = True, wide: bool = False) -> pd.DataFrame:
+        """q_ij with delta-method intervals σ(ĥ ± z·se) (Eq. 10), for every ordered pair.
+
+        ``wide=True``: the C×C matrix P(row beats column), rows and columns ordered by
+        score (best first), diagonal NaN. ``long=False``: the same matrix in data order,
+        diagonal ½.
+        """
+        if wide:
+            order = np.argsort(-self.scores, kind="mergesort")
+            names = [self.design.candidates[i] for i in order]
+            q = self.win_prob[np.ix_(order, order)].copy()
+            np.fill_diagonal(q, np.nan)
+            return pd.DataFrame(q, index=pd.Index(names, name="row beats column"), columns=names)
         check_choice("ci", ci, _CI_KINDS)
         se_t, _ = self._se(ci)
         h = self._targets.h

@@ -7,10 +7,10 @@ import textwrap
 import numpy as np
 import pandas as pd
 
-from .report import fmt_ci, render_table, shorten
+from .report import TABLE_WIDTH, fmt_ci, render_table, shorten, shorten_names
 from .results import FitResult
 
-__all__ = ["fit_report", "header", "leaderboard_text", "judges_text", "win_text"]
+__all__ = ["fit_report", "header", "leaderboard_text", "judges_text", "scored_leaderboard", "win_text"]
 
 _CI_NAME = {"sandwich": "prompt-cluster sandwich", "model": "model-based"}
 
@@ -45,17 +45,35 @@ def header(result: FitResult, ci: str = "sandwich") -> str:
     return "\n".join(textwrap.fill(line, 80, subsequent_indent="  ") for line in lines)
 
 
+def scored_leaderboard(result: FitResult, ci: str = "sandwich") -> pd.DataFrame:
+    """``result.leaderboard(ci)`` with ``score`` on the average-judge logit scale x = γ̄·s.
+
+    x does not depend on the choice of reference judge (s does); its interval is the delta
+    method's for x itself. The raw s and its interval stay as ``s``, ``s_lo``, ``s_hi``.
+    """
+    from .leaderboard import arena_leaderboard
+
+    lb = result.leaderboard(ci)
+    x = arena_leaderboard(result, ci=ci, scale="logit").set_index("candidate").loc[lb.candidate]
+    lb = lb.rename(columns={"score": "s", "score_lo": "s_lo", "score_hi": "s_hi"})
+    lb.insert(2, "score", x["logit"].to_numpy())
+    lb.insert(3, "score_lo", x["logit_lo"].to_numpy())
+    lb.insert(4, "score_hi", x["logit_hi"].to_numpy())
+    return lb
+
+
 def leaderboard_text(result: FitResult, ci: str = "sandwich") -> str:
     from .identification import interval_status
 
-    lb = result.leaderboard(ci)
+    lb = scored_leaderboard(result, ci)
     status = dict(zip(result.design.candidates, interval_status(result, ci)["candidates"]))
     st = [status[c] for c in lb.candidate]
     lb = lb.assign(score_ci=[_ci_or(x, lo, hi) for x, lo, hi in zip(st, lb.score_lo, lb.score_hi)],
                    q_ci=[_ci_or(x, lo, hi, 3) for x, lo, hi in zip(st, lb.q_field_lo, lb.q_field_hi)],
                    name=[("!" if f else "") + c for c, f in zip(lb.candidate, lb["flags"])])
     pct = int(round(100 * result.ci_prob))
-    title = f"Leaderboard ({pct}% CI, {_CI_NAME[ci]}; q = win prob. against the field)"
+    title = (f"Leaderboard ({pct}% CI, {_CI_NAME[ci]})\n"
+             "score: average-judge logit (same for any reference judge); q: P(win) vs field")
     if lb["flags"].astype(bool).any():
         title += "\n" + textwrap.fill("! = flagged (see 'flag:' above): " + "; ".join(
             f"{c}: {f.replace(',', ', ')}" for c, f in zip(lb.candidate, lb["flags"]) if f), 80, subsequent_indent="  ")
@@ -102,9 +120,12 @@ def win_text(result: FitResult, ci: str = "sandwich", max_matrix: int = 8) -> st
     pct = int(round(100 * result.ci_prob))
     if len(names) <= max_matrix:
         q = result.win_prob[np.ix_(order, order)]
-        short = [shorten(names[i], 9) for i in order]
+        # Columns as wide as the names allow within the table width (at least 6, at most 24).
+        rows = shorten_names([names[i] for i in order], 24)
+        room = (TABLE_WIDTH - max(len(r) for r in rows) - 2) // len(names) - 2
+        short = shorten_names([names[i] for i in order], max(6, min(room, 24)))
         frame = pd.DataFrame(q, columns=short)
-        frame.insert(0, "row beats col", short)
+        frame.insert(0, "row beats col", rows)
         cols = [("row beats col", "row beats col", "")] + [(c, c, ".2f") for c in short]
         parts.append("Win probability q_ij (average-sensitivity judge, biases at zero)\n" + render_table(frame, cols, width=200))
     from .identification import interval_status

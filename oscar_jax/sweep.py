@@ -48,6 +48,7 @@ import time
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
+from statistics import NormalDist
 from typing import NamedTuple, Sequence
 
 import jax
@@ -607,6 +608,19 @@ def _mc_summary(values: np.ndarray, level: float) -> tuple[float, float, float, 
     return mean, se, mean - half, mean + half
 
 
+def wilson_interval(successes: int, n: int, level: float = 0.95) -> tuple[float, float]:
+    """Wilson score interval for a proportion: inside [0, 1] for any count (a t interval on
+    0/1 outcomes is not, e.g. 1.044 for 97 of 100)."""
+    if n <= 0 or not 0 <= successes <= n:  # not a count of successes out of n
+        return math.nan, math.nan
+    z = NormalDist().inv_cdf(0.5 + level / 2.0)
+    p = successes / n
+    denom = 1.0 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
 @dataclass(frozen=True)
 class SweepResult:
     """Outcome of :func:`sweep`.
@@ -665,6 +679,8 @@ class SweepResult:
                 row[f"{metric}_lo"] = lo
                 row[f"{metric}_hi"] = hi
             row["top1_count"] = int(good["top1"].sum())
+            # top-1 is a proportion of replicates: a Wilson interval stays inside [0, 1].
+            row["top1_lo"], row["top1_hi"] = wilson_interval(row["top1_count"], row["n_ok"], level)
             rows.append(row)
         return pd.DataFrame(rows)
 
@@ -726,9 +742,9 @@ class SweepResult:
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
         tab = self.table(level)
-        # Okabe–Ito: distinguishable under the common colour-vision deficiencies.
-        palette = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#D55E00", "#56B4E9", "#F0E442", "#000000"]
-        colour = {m: palette[i % len(palette)] for i, m in enumerate(self.methods)}
+        from .palette import SERIES
+
+        colour = {m: SERIES[i % len(SERIES)] for i, m in enumerate(self.methods)}
         written = []
         for (c, rho), grp in tab.groupby(["c", "rho"], sort=False):
             if grp.n.nunique() < 2:
@@ -741,7 +757,7 @@ class SweepResult:
                          ("kendall_tau", "Kendall τ_b with true order", "(b) ranking recovery")],
             }
             for fig_name, spec in panels.items():
-                fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+                fig, axes = plt.subplots(1, 2, figsize=(10, 4.8), layout="constrained")
                 for ax, (metric, ylabel, title) in zip(axes, spec):
                     for m in self.methods:
                         rows = grp[grp.method == m].sort_values("n")
@@ -762,9 +778,14 @@ class SweepResult:
                     ax.set_xlabel("N (judgments)")
                     ax.set_ylabel(ylabel)
                     ax.set_title(title)
-                    ax.legend(fontsize=7, ncol=2)
+                # One legend below both panels: inside a panel it covered the J line.
+                handles = {}
+                for ax in axes:
+                    for h, lab in zip(*ax.get_legend_handles_labels()):
+                        handles.setdefault(lab, h)
+                fig.legend(list(handles.values()), list(handles), loc="outside lower center", fontsize=8,
+                           ncol=min(len(handles), 5), frameon=False)
                 fig.suptitle(f"Simulation, c = {c:g}, ρ = {rho:g}, {self.reps} replicates")
-                fig.tight_layout()
                 path = out / f"simulation_{fig_name}_{tag}.png"
                 fig.savefig(path, dpi=120)
                 plt.close(fig)

@@ -300,6 +300,7 @@ def test_cli_audit_json_table_and_plot(tmp_path, capsys):
     assert main(["audit", *args, "--no-bayes"]) == 0
     text = capsys.readouterr().out
     assert "Paper-style table" in text and "Bad DR (%)" in text and "Retailer F" in text
+    assert max(len(line) for line in text.splitlines()) <= 100  # fits 100 columns (--wide: as wide as needed)
 
 
 def test_cli_audit_bad_input_exits_2(tmp_path, capsys):

@@ -328,7 +328,8 @@ def test_cli_bayes_json_and_out_dir(tmp_path):
     assert rc == 0
     payload = json.loads(buf.getvalue())
     cand = payload["candidates"][0]
-    assert {"name", "mean", "lo", "hi", "p_best"} <= set(cand)
+    assert {"name", "score", "s_mean", "lo", "hi", "p_best", "rank_ub"} <= set(cand)
+    assert payload["scale"]["scale"] == "logit" and cand["lo"] <= cand["score"] <= cand["hi"]
     assert {"name", "kappa_mean", "kappa_lo", "kappa_hi"} <= set(payload["judges"][0])
     assert {"max_rhat", "min_ess", "divergences"} <= set(payload["diagnostics"])
     for name in ("leaderboard.csv", "judges.csv", "win_prob.csv", "rank_probabilities.csv",

@@ -10,7 +10,8 @@ from oscar_jax.cli import main
 def test_demo_table_fits_80_columns(capsys):
     assert main(["demo", "--n-prompts", "300", "--seed", "5"]) == 0
     out = capsys.readouterr().out
-    assert "Judges: sensitivity with and without bias terms" in out and "1−D²" in out
+    assert "Judges: sensitivity κ with and without bias terms" in out and "1−D²" in out
+    assert "Next steps" in out and "oscar report FILE -o report.html" in out
     assert "Rankings against the truth" in out
     assert max(len(line) for line in out.splitlines()) <= 80
 

@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from .. import _x64  # noqa: F401
-from ..report import fmt_ci, render_table
+from ..report import current_width, fill, fmt_ci, render_table
 from ..validate import OscarInputError, check_choice, check_ci_prob, check_positive_int
 from .bayes import BayesResult, fit_bayes
 from .data import AuditData, load_audit
@@ -127,15 +127,24 @@ class AuditResult:
     def report(self, width: int = 100) -> str:
         """Paper-style table, then the effects by metric, as fixed-width text."""
         d = self.data
-        lines = [(f"Counterfactual audit of {d.attribute or 'the attribute'}: {d.n_items} items × "
-                  f"{d.n_conditions} conditions × {d.n_reps} runs ({d.kind} outputs); reference {self.reference!r}")]
+        lines = [fill(f"Counterfactual audit of {d.attribute or 'the attribute'}: {d.n_items} items × "
+                      f"{d.n_conditions} conditions × {d.n_reps} runs ({d.kind} outputs); reference {self.reference!r}")]
         lines.append(d.report.summary())
         pt = self.paper_table()
         conds = list(d.conditions)
         cols = [("metric", "metric", "")] + [(c, c, ".1f") for c in conds] + [("p_value", "p (t-test)", ".3g")]
-        lines += ["", ("Paper-style table (means over runs; p: reference vs mean of "
-                       f"{', '.join(self.others) or '–'}, two-sample t-test across runs, {self.alternative})"),
-                  render_table(pt, cols, width=max(width, 200))]
+        table = render_table(pt, cols, width=max(width, 200))
+        limit = current_width()
+        if limit is not None and max(len(x) for x in table.splitlines()) > limit and len(pt):
+            # One column per condition does not fit: conditions as rows, metrics as columns.
+            tp = pt.set_index("metric")[conds].T.reset_index(names="condition")
+            p_row = {"condition": "p (t-test)", **dict(zip(pt["metric"], pt["p_value"]))}
+            tp = pd.concat([tp, pd.DataFrame([p_row])], ignore_index=True)
+            metric_cols = [(m, m, ".3g") for m in pt["metric"]]
+            table = render_table(tp, [("condition", "condition", "")] + metric_cols, name_col="condition")
+        lines += ["", fill("Paper-style table (means over runs; p: reference vs mean of "
+                           f"{', '.join(self.others) or '–'}, two-sample t-test across runs, {self.alternative})"),
+                  table]
         eff = self.effects_frame.copy()
         pct = eff["metric"].isin(["bad_dr", "fair_dr", "mean_prel", "consistency"])
         scale = np.where(pct, 100.0, 1.0)
@@ -159,7 +168,8 @@ class AuditResult:
         for metric, block in eff.groupby("metric", sort=False):
             unit = "percentage points" if metric in ("bad_dr", "fair_dr", "mean_prel", "consistency") else "log-odds"
             base = block["baseline"].iloc[0]
-            lines += ["", f"{METRIC_LABEL[metric]}: condition − {base} ({unit}; {int(self.ci_prob * 100)}% intervals)"]
+            lines += ["", fill(f"{METRIC_LABEL[metric]}: condition − {base} ({unit}; {int(self.ci_prob * 100)}% "
+                               "intervals)")]
             cols = [("condition", "condition", ""), ("method", "method", ""), ("est", "estimate", "+.2f"),
                     ("ci", "interval", ""), ("p", "p", "")]
             if block["p_gt_0"].notna().any():
@@ -173,7 +183,7 @@ class AuditResult:
                            f"{dg['num_chains']} chains × {dg['n_draws'] // max(dg['num_chains'], 1)} draws, "
                            f"max R̂ {rh}, {dg['divergences']} divergences")]
         for note in self.notes:
-            lines.append(f"note: {note}")
+            lines.append(fill(f"note: {note}"))
         return "\n".join(lines)
 
     def plot(self, path, methods=("ttest_runs", "bootstrap_items", "bayes_ordinal", "bayes_logit")):
@@ -287,7 +297,8 @@ def audit(data, reference: str, *, original: str | None = None, duplicate: str |
         per_run["consistency"] = cons["runs"]
         if dup is None:
             notes.append(f"consistency is agreement with {names[anchor]!r} in the same run; give a duplicated "
-                         "baseline (duplicate=...) for the reference level of the judge's own noise")
+                         "baseline (--duplicate NAME; in Python duplicate=NAME) for the reference level of the "
+                         "judge's own noise")
     else:
         cond["consistency"] = np.nan
 

@@ -290,6 +290,11 @@ def fit_bayes(data: AuditData, reference: str, *, others=None, seed: int = 0, nu
                 num_chains=num_chains, chain_method=check_choice("chain_method", chain_method,
                                                                   ("vectorized", "sequential")),
                 progress_bar=_enabled(progress_bar))
+    if progress_bar is None and not _enabled(None):  # no bar off a terminal: say what is running
+        from ..progress import announce
+
+        announce(f"audit: sampling the Bayesian {data.kind} model, NUTS {num_chains} chains × ({num_warmup} warm-up "
+                 f"+ {num_samples} draws); this can take minutes")
     mcmc.run(jax.random.PRNGKey(seed), *args, extra_fields=("diverging",))
     samples = mcmc.get_samples(group_by_chain=True)
     delta = np.asarray(_insert_ref(jnp.asarray(samples["delta_free"]), ref))   # (chains, draws, C)

@@ -8,8 +8,7 @@ import numpy as np
 
 __all__ = ["OKABE_ITO", "plot_effects"]
 
-# Okabe & Ito (2008) colour-blind-safe palette.
-OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
+from ..palette import SERIES as OKABE_ITO  # the package's one palette, in series order
 _METHOD_LABEL = {"ttest_runs": "t-test across runs (paper)", "bootstrap_items": "paired item bootstrap",
                  "bayes_ordinal": "Bayesian ordinal model", "bayes_logit": "Bayesian logit model"}
 _MARKERS = {"ttest_runs": "s", "bootstrap_items": "o", "bayes_ordinal": "D", "bayes_logit": "D"}

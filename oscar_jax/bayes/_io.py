@@ -8,13 +8,13 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from ..report import write_tables
+from ..report import shorten_names, write_tables
 
 __all__ = ["save_idata", "load_idata", "save_result", "plot_forest", "plot_judges", "OKABE_ITO"]
 
-# Okabe & Ito (2008) colour-blind-safe palette.
-OKABE_ITO = {"blue": "#0072B2", "vermillion": "#D55E00", "orange": "#E69F00", "sky": "#56B4E9",
-             "green": "#009E73", "grey": "#7F7F7F"}
+from ..palette import COLOURS, GREY
+
+OKABE_ITO = {**COLOURS, "grey": GREY}  # the package's one palette, by name
 
 
 def _netcdf4_engine() -> str | None:
@@ -124,7 +124,7 @@ def plot_judges(result, path, ci_prob: float | None = None) -> Path:
     ax.scatter(jt.kappa[~ref], y[~ref], color=OKABE_ITO["blue"], marker="o", s=25, zorder=3, label="judge")
     ax.scatter(jt.kappa[ref], y[ref], color=OKABE_ITO["vermillion"], marker="D", s=30, zorder=3,
                label="reference judge (γ = 1)")
-    ax.set_yticks(y, [str(j)[-40:] for j in jt.judge])
+    ax.set_yticks(y, shorten_names(jt.judge, 40))  # organisation first, then the end: never cut from the left
     pct = int(round(100 * prob))
     ax.set_xlabel(f"sensitivity κ = γ·RMS(s) (posterior mean, {pct}% HDI)")
     ax.set_ylabel("judge")

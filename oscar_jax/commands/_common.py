@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ..data import SCHEMAS
 from ..report import to_json
+from ..selection import parse_filter, select_records
 from ..validate import OscarInputError
 
 MODELS_HELP = "j, j+p, j+l, j+f, bt+plf, davidson+plf, oscar (or e.g. j+p+l, oscar+c)"
@@ -41,6 +42,12 @@ def add_data_arguments(parser):
                         help="answer turn of FastChat answer files to measure (default 1, the first answer)")
     parser.add_argument("--missing-responses", choices=["error", "drop"], default="error",
                         help="a judgment without a response of either candidate: error (default) or drop (counted)")
+    parser.add_argument("--exclude-tie", action="store_true",
+                        help="drop ties of both kinds before fitting (default: a tie scores ½)")
+    parser.add_argument("--filter", action="append", default=[], metavar="COLUMN=VALUE",
+                        help="keep only records whose COLUMN equals VALUE (repeatable), e.g. language=English")
+    parser.add_argument("--category", default=None, metavar="VALUE",
+                        help="FastChat's --category: short for --filter category=VALUE")
 
 
 def add_output_arguments(parser, formats=("table", "json", "csv")):
@@ -71,6 +78,25 @@ def design_from_args(args):
     baseline, strong = getattr(args, "baseline", None), getattr(args, "strong_weight", None)
     responses = dict(responses=getattr(args, "responses", None), turn=getattr(args, "turn", 1),
                      missing_responses=getattr(args, "missing_responses", "error"))
+    filters = [parse_filter(f) for f in getattr(args, "filter", [])]
+    if getattr(args, "category", None) is not None:
+        filters.append(("category", args.category))
+    if (filters or getattr(args, "exclude_tie", False)) and baseline is None and strong is None:
+        from ..data import load_judgments
+
+        try:
+            frame, report = load_judgments(args.data, schema=args.schema, bothbad=args.bothbad,
+                                           keep_columns=tuple(dict.fromkeys([*args.covariate, *(c for c, _ in filters)])),
+                                           encoding=getattr(args, "encoding", None), **responses)
+        except OscarInputError as exc:
+            missing = [c for c, _ in filters if c not in args.covariate and f"column {c!r} is not" in str(exc)]
+            if missing:  # the loader speaks of covariates; name the flag the user gave
+                raise OscarInputError(str(exc).replace("covariate column", "--filter/--category column", 1)) from None
+            raise
+        frame = select_records(frame, report, exclude_tie=args.exclude_tie, filters=filters)
+        return build_design(frame, reference_judge=args.reference_judge,
+                            family_map=load_family_map(args.family_map), covariates=tuple(args.covariate),
+                            report=report)
     if baseline is None and strong is None:
         return as_design(args.data, schema=args.schema, reference_judge=args.reference_judge,
                          family_map=load_family_map(args.family_map), covariates=tuple(args.covariate),
@@ -80,7 +106,9 @@ def design_from_args(args):
     from ..schemas import load_arena_hard
 
     frame, report = load_arena_hard(args.data, baseline=baseline, strong_weight=strong,
-                                    keep_columns=tuple(args.covariate))
+                                    keep_columns=tuple(dict.fromkeys([*args.covariate, *(c for c, _ in filters)])))
+    if filters or getattr(args, "exclude_tie", False):
+        frame = select_records(frame, report, exclude_tie=args.exclude_tie, filters=filters)
     if responses["responses"] is not None:
         from ..responses import attach_responses
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..report import fmt_ci, render_table, shorten
+from ..report import fill, fmt_ci, render_table, shorten
 from ._common import MODELS_HELP, add_data_arguments, design_from_args, emit, emit_json
 
 NAME = "bayes"
@@ -37,12 +37,27 @@ def add_arguments(parser):
     parser.add_argument("--target-accept", type=float, default=0.9, help="NUTS target acceptance (default 0.9)")
     parser.add_argument("--ci-prob", type=float, default=0.95, help="HDI level (default 0.95)")
     parser.add_argument("--format", choices=["table", "json"], default="table", help="output format")
+    from .bootstrap import add_scale_arguments
+
+    add_scale_arguments(parser)
     parser.add_argument("--out", default=None, metavar="DIR",
                         help="also write the posterior (netCDF), summary CSVs, result.json and PNG plots here")
     parser.add_argument("--no-plots", action="store_true", help="with --out: skip the PNG plots")
 
 
-def _text(result, ci_prob: float) -> str:
+def scaled(result, ci_prob: float, scale: str = "logit", anchor=None):
+    """(board, leaderboard) on ``scale``: posterior mean and equal-tailed interval of x = γ̄·s."""
+    from ..scales import draws_board, rescore
+
+    s = result.draws("s")
+    gbar = result.draws("gamma").mean(axis=-1)  # γ̄ = mean_k γ_k per draw, as in the point fit
+    x = (gbar[..., None] * s).reshape(-1, s.shape[-1])
+    votes = [result.design.counts.get("candidate_votes", {}).get(c, 0) for c in result.design.candidates]
+    board = draws_board(x, result.design.candidates, votes, scale=scale, ci_prob=ci_prob, anchor=anchor)
+    return board, rescore(result.leaderboard(ci_prob), board)
+
+
+def _text(result, ci_prob: float, scale: str = "logit", anchor=None) -> str:
     d = result.design
     diag = result.diagnostics
     pct = int(round(100 * ci_prob))
@@ -61,12 +76,17 @@ def _text(result, ci_prob: float) -> str:
     sig = result.sigma_prompt(ci_prob)
     if sig is not None:
         lines.append(f"prompt effect σ_u: {sig['mean']:.3f} {fmt_ci(sig['lo'], sig['hi'], 3)}")
-    lb = result.leaderboard(ci_prob)
-    lb = lb.assign(score_ci=[fmt_ci(lo, hi) for lo, hi in zip(lb.score_lo, lb.score_hi)],
+    from ..scales import scale_label
+
+    board, lb = scaled(result, ci_prob, scale, anchor)
+    digits = 1 if scale in ("elo", "winrate") else 2
+    lb = lb.assign(score_ci=[fmt_ci(lo, hi, digits) for lo, hi in zip(lb.score_lo, lb.score_hi)],
                    q_ci=[fmt_ci(lo, hi, 3) for lo, hi in zip(lb.q_field_lo, lb.q_field_hi)])
-    lines += ["", f"Leaderboard (posterior mean, {pct}% HDI; q = win probability against the field)",
-              render_table(lb, [("rank", "rank", "d"), ("candidate", "candidate", ""), ("score", "score", ".3f"),
-                                ("score_ci", f"{pct}% HDI", ""), ("q_field", "q", ".3f"), ("q_ci", f"{pct}% HDI", ""),
+    lines += ["", f"Leaderboard (posterior mean; {scale_label(scale, board.attrs.get('anchor'))} with {pct}% "
+                  f"equal-tailed interval; q: win prob. vs the field, {pct}% HDI)",
+              render_table(lb, [("rank", "rank", "d"), ("candidate", "candidate", ""),
+                                ("score", "score", ".1f" if scale in ("elo", "winrate") else ".3f"),
+                                ("score_ci", f"{pct}% CI", ""), ("q_field", "q", ".3f"), ("q_ci", f"{pct}% HDI", ""),
                                 ("p_best", "P(best)", ".3f")], name_col="candidate")]
     jt = result.judges(ci_prob)
     jt = jt.assign(kappa_ci=[fmt_ci(lo, hi) for lo, hi in zip(jt.kappa_lo, jt.kappa_hi)],
@@ -77,7 +97,7 @@ def _text(result, ci_prob: float) -> str:
         cols += [("D", "D", ".2f"), ("D_ci", "D HDI", "")]
     lines += ["", "Judges (κ = γ·RMS(s): sensitivity; D = tanh(β_pos/2): net first-slot preference)",
               render_table(jt, cols, name_col="name")]
-    return "\n".join(lines)
+    return "\n".join(line if "\n" in line else fill(line) for line in lines)
 
 
 def run(args) -> int:
@@ -90,7 +110,18 @@ def run(args) -> int:
     if args.out:
         result.save(args.out, ci_prob=args.ci_prob, plots=not args.no_plots)
     if args.format == "json":
-        emit_json(result.to_dict(args.ci_prob))
+        payload = result.to_dict(args.ci_prob)
+        board, _ = scaled(result, args.ci_prob, args.scale, args.anchor)
+        rows = board.set_index("candidate")
+        for cand in payload["candidates"]:  # one scale per output: score on --scale; raw s as s_*
+            cand["s_mean"], cand["s_sd"], cand["s_lo"], cand["s_hi"] = (cand.pop("mean"), cand.pop("sd"),
+                                                                        cand.pop("lo"), cand.pop("hi"))
+            row = rows.loc[cand["name"]]
+            cand["score"], cand["lo"], cand["hi"] = float(row["score"]), float(row["lo"]), float(row["hi"])
+            cand["rank_ub"] = int(row["rank_ub"])
+        payload["scale"] = {"scale": args.scale, "anchor": board.attrs.get("anchor"),
+                            "score": "posterior mean and equal-tailed interval on the chosen scale (oscar_jax.scales)"}
+        emit_json(payload)
     else:
-        emit(_text(result, args.ci_prob))
+        emit(_text(result, args.ci_prob, args.scale, args.anchor))
     return 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..report import fmt_ci, render_table, write_tables
+from ..report import fill, fmt_ci, render_table, write_tables
 from ..resample import bootstrap
 from ..summaries import header
 from ._common import MODELS_HELP, add_data_arguments, add_output_arguments, design_from_args, emit, emit_json
@@ -28,27 +28,59 @@ def add_arguments(parser):
     parser.add_argument("--ridge", type=float, default=None, help="ridge λ (default 0.05)")
     parser.add_argument("--chunk-size", type=int, default=None,
                         help="replicates per compiled call (bounds memory; default automatic)")
+    add_scale_arguments(parser)
     add_output_arguments(parser)
 
 
-def bootstrap_report(boot) -> str:
+def add_scale_arguments(parser):
+    """``--scale`` and ``--anchor`` for commands whose intervals come from draws (bootstrap, bayes)."""
+    from ..scales import SCORE_SCALES
+
+    parser.add_argument("--scale", choices=list(SCORE_SCALES), default="logit",
+                        help="score scale: logit (default; average-judge logit), elo (1000 + 173.72·logit) or "
+                             "winrate (win rate %% against the --anchor candidate)")
+    parser.add_argument("--anchor", default=None, metavar="NAME[=VALUE]",
+                        help="scores relative to candidate NAME (at VALUE); the baseline of --scale winrate")
+
+
+def scaled(boot, scale: str = "logit", anchor=None):
+    """(board, leaderboard) of a bootstrap on ``scale``: percentile intervals of x = γ̄·s."""
+    from ..leaderboard import _theta_draws
+    from ..scales import rescore, scaled_board
+
+    draws, _ = _theta_draws(boot, boot.full.layout, "bootstrap")
+    if scale == "winrate":
+        name = None if anchor is None else anchor.rpartition("=")[0] or anchor
+        board = scaled_board(boot.full, ci="bootstrap", scale=scale, baseline=name, draws=draws)
+    else:
+        board = scaled_board(boot.full, ci="bootstrap", scale=scale, anchor=anchor, draws=draws)
+    return board, rescore(boot.leaderboard(), board)
+
+
+def bootstrap_report(boot, scale: str = "logit", anchor=None) -> str:
     pct = int(round(100 * boot.ci_prob))
     lines = [header(boot.full)]
-    lines.append(f"prompt bootstrap: {boot.replicates} replicates (seed {boot.seed}); point estimates are the "
-                 "full-data fit, intervals are bootstrap percentiles")
+    lines.append(fill(f"prompt bootstrap: {boot.replicates} replicates (seed {boot.seed}); point estimates are "
+                      "the full-data fit, intervals are bootstrap percentiles"))
     lines.append(boot.batch.failure_summary())
     clusters = boot.batch.failure_counts()["clusters"]
     if clusters:
         lines.append(f"({clusters} replicates have G ≤ dim θ distinct prompts: a sandwich caveat only, "
                      "not used by percentile intervals, not excluded)")
-    lb = boot.leaderboard()
-    lb = lb.assign(score_ci=[fmt_ci(a, b) for a, b in zip(lb.score_lo, lb.score_hi)],
+    from ..scales import scale_label
+
+    board, lb = scaled(boot, scale, anchor)
+    digits = 1 if scale in ("elo", "winrate") else 2
+    lb = lb.assign(score_ci=[fmt_ci(a, b, digits) for a, b in zip(lb.score_lo, lb.score_hi)],
                    q_ci=[fmt_ci(a, b, 3) for a, b in zip(lb.q_field_lo, lb.q_field_hi)],
                    rank_ci=[fmt_ci(a, b, 0) for a, b in zip(lb.rank_lo, lb.rank_hi)])
-    lines += ["", f"Leaderboard ({pct}% bootstrap percentile CI; q = win probability against the field)",
-              render_table(lb, [("rank", "rank", "d"), ("candidate", "candidate", ""), ("score", "score", ".3f"),
+    lines += ["", f"Leaderboard ({pct}% bootstrap percentile CI; {scale_label(scale, board.attrs.get('anchor'))}; "
+                  "q: win prob. vs the field)",
+              render_table(lb, [("rank", "rank", "d"), ("candidate", "candidate", ""),
+                                ("score", "score", ".1f" if scale in ("elo", "winrate") else ".3f"),
                                 ("score_ci", f"{pct}% CI", ""), ("q_field", "q", ".3f"), ("q_ci", f"{pct}% CI", ""),
-                                ("p_best", "P(best)", ".3f"), ("rank_ci", "rank CI", "")], name_col="candidate")]
+                                ("p_best", "P(best)", ".3f"), ("rank_ci", "rank CI", "")], name_col="candidate",
+                           secondary=("q_ci", "q_field"))]
     jt = boot.judges()
     jt = jt.assign(name=[("*" if r else "") + j for j, r in zip(jt.judge, jt.reference)],
                    kappa_ci=[fmt_ci(a, b) for a, b in zip(jt.kappa_lo, jt.kappa_hi)],
@@ -63,7 +95,7 @@ def bootstrap_report(boot) -> str:
     if jt["beta_fam"].notna().any():
         cols += [("beta_fam", "β_fam", ".2f"), ("fam_ci", "CI", "")]
     lines += ["", f"Judges ({pct}% bootstrap percentile CI; κ = γ·RMS(s), D = tanh(β_pos/2))",
-              render_table(jt, cols, name_col="name")]
+              render_table(jt, cols, name_col="name", secondary=("fam_ci", "len_ci", "D_ci"))]
     rd = boot.rank_distribution()
     rank_cols = [c for c in rd.columns if c.startswith("p_rank_")]
     cols = [("candidate", "candidate", "")] + [(c, c.removeprefix("p_rank_"), ".2f") for c in rank_cols]
@@ -78,6 +110,15 @@ def run(args) -> int:
     boot = bootstrap(design, args.model, replicates=args.replicates, seed=args.seed, ci_prob=args.ci_prob,
                      ridge=args.ridge, chunk_size=args.chunk_size)
     payload = boot.to_dict()
+    board, _ = scaled(boot, args.scale, args.anchor)
+    rows = board.set_index("candidate")
+    for cand in payload["candidates"]:  # one scale per output: score on --scale, the raw s kept as s
+        cand["s"], cand["s_lo"], cand["s_hi"] = cand.pop("score"), cand.pop("lo"), cand.pop("hi")
+        row = rows.loc[cand["name"]]
+        cand["score"], cand["lo"], cand["hi"] = float(row["score"]), float(row["lo"]), float(row["hi"])
+        cand["rank_ub"] = int(row["rank_ub"])
+    payload["scale"] = {"scale": args.scale, "anchor": board.attrs.get("anchor"),
+                        "score": "see oscar_jax.scales; s is the reference-judge-scale parameter"}
     if args.out:
         write_tables(args.out, {"leaderboard": boot.leaderboard(), "judges": boot.judges(),
                                 "win_prob": boot.win_matrix(), "rank_distribution": boot.rank_distribution(),
@@ -87,5 +128,5 @@ def run(args) -> int:
     elif args.format == "csv":
         emit(boot.leaderboard().to_csv(index=False))
     else:
-        emit(bootstrap_report(boot))
+        emit(bootstrap_report(boot, args.scale, args.anchor))
     return 0

@@ -63,8 +63,10 @@ def run(args) -> int:
         return 0
 
     lines = [
-        "oscar demo — Appendix G simulation (Table G1, c = 1, ρ = 0.6)",
-        f"seed {args.seed}, {design.n_records:,} judgments",
+        "oscar demo — simulated LLM judges with known biases, so the answers are known",
+        f"seed {args.seed}, {design.n_records:,} judgments (paper's Appendix G design, Table G1: c = 1, ρ = 0.6)",
+        "J fits the judges' sensitivity only; OSCAR also fits each judge's position,",
+        "length and own-family biases.",
         "",
         header(full),
         "",
@@ -81,7 +83,7 @@ def run(args) -> int:
     comp["rank_J"] = [int(lb_j.loc[c, "rank"]) for c in comp.candidate]
     comp["rank_OSCAR"] = [int(lb_o.loc[c, "rank"]) for c in comp.candidate]
     comp = comp.sort_values("true_rank")
-    lines.append("Rankings against the truth (J ignores the biases)")
+    lines.append("Rankings against the truth (J ignores the judges' biases)")
     lines.append(render_table(comp, [("candidate", "candidate", ""), ("true_s", "true s", ".3f"),
                                      ("true_rank", "true rank", "d"), ("rank_J", "J rank", "d"),
                                      ("rank_OSCAR", "OSCAR rank", "d")]))
@@ -89,7 +91,9 @@ def run(args) -> int:
     jt = full.judges()
     att["kappa_ci"] = [fmt_ci(lo, hi) for lo, hi in zip(jt.kappa_lo, jt.kappa_hi)]
     att["D_ci"] = [fmt_ci(lo, hi) for lo, hi in zip(jt.D_lo, jt.D_hi)]
-    lines.append("Judges: sensitivity with and without bias terms; 1 − D² attenuation (Eq. 5)")
+    lines.append("Judges: sensitivity κ with and without bias terms. A judge who prefers the")
+    lines.append("first-shown answer (D ≠ 0) looks less sensitive when position is ignored,")
+    lines.append("by the factor 1 − D² [paper Eq. 5]; compare κJ/κO with 1−D².")
     lines.append(render_table(att, [("judge", "judge", ""), ("kappa_true", "κ true", ".3f"),
                                     ("kappa_naive", "κ J", ".3f"), ("kappa_adjusted", "κ OSCAR", ".3f"),
                                     ("kappa_ci", "OSCAR CI", ""), ("D", "D", ".2f"),
@@ -110,5 +114,14 @@ def run(args) -> int:
     lines.append("OSCAR, adjacent pairs in the true order")
     lines.append(render_table(pd.DataFrame(rows), [("pair", "pair", ""), ("true", "true q", ".3f"),
                                                    ("q", "OSCAR q", ".3f"), ("ci", "95% CI", "")]))
+    lines += ["", "Compare the J and OSCAR columns with the truth above: the gap is what ignoring",
+              "the judges' biases costs.", "",
+              "Next steps, on your own judgments (CSV/JSON/JSONL/Parquet; FastChat, arena-hard,",
+              "alpaca_eval, evalica and crowd-kit layouts are read as they are):",
+              "  oscar fit FILE                      leaderboard, judges, win probabilities",
+              "  oscar fit FILE --scale elo          Arena-style Elo board (--format fastchat)",
+              "  oscar report FILE -o report.html    one page to share, with plots",
+              "  oscar bootstrap FILE                prompt-bootstrap intervals and P(best)",
+              "  oscar COMMAND --help                every option"]
     emit("\n".join(lines))
     return 0

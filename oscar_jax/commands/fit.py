@@ -9,16 +9,15 @@ from ..leaderboard import (
     CI_SOURCES,
     ELO_BASE,
     ELO_SLOPE,
-    SCALES,
-    arena_leaderboard,
     arena_text,
     draw_intervals,
     interval_draws,
     interval_source,
     parse_anchor,
 )
-from ..report import write_tables
-from ..summaries import fit_report, header, judges_text, win_text
+from ..report import fill, write_tables
+from ..scales import SCORE_SCALES, fastchat_table, scaled_board
+from ..summaries import fit_report, header, judges_text, scored_leaderboard, win_text
 from ..validate import check_ci_prob, check_positive_int, resolve_name
 from ._common import (
     MODELS_HELP,
@@ -47,9 +46,10 @@ def add_arguments(parser):
                         help="interval source: prompt-cluster sandwich (default), model-based, prompt "
                              "bootstrap (oscar_jax.resample) or posterior (oscar_jax.bayes)")
     parser.add_argument("--ci-prob", type=float, default=0.95, help="interval level (default 0.95)")
-    parser.add_argument("--scale", choices=list(SCALES), default="logit",
-                        help="leaderboard scale: logit (default; the full text report) or elo "
-                             "(1000 + 173.72·logit, Arena-style table)")
+    parser.add_argument("--scale", choices=list(SCORE_SCALES), default="logit",
+                        help="score scale: logit (default; average-judge logit, independent of the reference "
+                             "judge), elo (1000 + 173.72·logit, Arena-style table) or winrate (arena-hard's "
+                             "win rate %% against the --anchor or --baseline candidate)")
     parser.add_argument("--anchor", default=None, metavar="NAME[=VALUE]",
                         help="pin candidate NAME at VALUE (default 1000 Elo / 0 logit); the other "
                              "candidates' intervals are recomputed for the contrast with it, so they widen")
@@ -61,7 +61,7 @@ def add_arguments(parser):
     parser.add_argument("--ridge", type=float, default=None, help="ridge λ (default 0.05)")
     parser.add_argument("--seed", type=int, default=0,
                         help="seed of the random second start and of the bootstrap/posterior (default 0)")
-    add_output_arguments(parser)
+    add_output_arguments(parser, formats=("table", "json", "csv", "fastchat"))
 
 
 def _data_summary(design) -> dict:
@@ -82,6 +82,9 @@ def _merge_board(payload: dict, board, scale: str):
         cand["rank_ub"] = int(row["rank_ub"])
         for k in keys:
             cand[k] = float(row[k])
+        # One scale per output: score is on the board's scale; the raw s keeps its own name.
+        cand["s"], cand["s_lo"], cand["s_hi"] = cand.pop("score"), cand.pop("score_lo"), cand.pop("score_hi")
+        cand["score"], cand["score_lo"], cand["score_hi"] = float(row["score"]), float(row["lo"]), float(row["hi"])
         cand["plus"], cand["minus"] = float(row["plus"]), float(row["minus"])
         if cand.get("interval", "ok") != "ok":  # flagged (oscar_jax.identification): no interval
             cand.update({k: None for k in keys[1:]}, plus=None, minus=None)
@@ -96,7 +99,7 @@ def _apply_draws(payload: dict, result, intervals: dict):
         i = index[cand["candidate"]]
         if cand.get("interval", "ok") != "ok":
             continue
-        cand["score_lo"], cand["score_hi"] = float(s_lo[i]), float(s_hi[i])
+        cand["s_lo"], cand["s_hi"] = float(s_lo[i]), float(s_hi[i])
         cand["q_field_lo"], cand["q_field_hi"] = float(f_lo[i]), float(f_hi[i])
     q_lo, q_hi = intervals["q"]
     for row in payload["win_prob"]:
@@ -130,7 +133,12 @@ def run(args) -> int:
     wald = "sandwich" if draw_based else args.ci
     draws, n_failed = (interval_draws(args.ci, result, replicates=args.replicates, seed=args.seed)
                        if draw_based else (None, 0))
-    board = arena_leaderboard(result, ci=args.ci, scale=args.scale, anchor=anchor, draws=draws)
+    baseline = None
+    if args.scale == "winrate":
+        baseline = resolve_name("baseline candidate", anchor[0] if anchor else args.baseline or "",
+                                list(design.candidates)) if (anchor or args.baseline) else None
+        anchor = None
+    board = scaled_board(result, ci=args.ci, scale=args.scale, anchor=anchor, baseline=baseline, draws=draws)
 
     payload = result.to_dict(wald)
     payload["ci"] = args.ci
@@ -144,8 +152,17 @@ def run(args) -> int:
                         "; the judge and win-probability tables below are prompt-cluster sandwich"))
         if n_failed:
             notes.append(f"{n_failed} {args.ci} draws failed their checks and were left out")
+    from ..advice import small_data_advice, strong_weight_note
+
+    notes += small_data_advice(result, ci=wald, ridge=args.ridge, seed=args.seed)
+    if strong_weight_note(args.strong_weight):
+        notes.append(strong_weight_note(args.strong_weight))
     payload["leaderboard"] = {
-        "scale": args.scale, "score": "average-judge logit γ̄·s (= s when γ ≡ 1)",
+        "scale": args.scale,
+        "score": {"logit": "average-judge logit x = γ̄·s (independent of the reference judge; = s when γ ≡ 1)",
+                  "elo": "Elo = 1000 + (400/ln 10)·x",
+                  "winrate": f"win rate % against {baseline}: 100·σ(x − x_baseline)"}[args.scale],
+        "s": "per-candidate parameter s on the reference judge's scale (changes with --reference-judge)",
         "elo_base": ELO_BASE, "elo_slope": ELO_SLOPE, "anchor": board.attrs["anchor"],
         "anchor_value": board.attrs["anchor_value"], "ci": args.ci, "ci_prob": ci_prob,
         "rank_ub": "1 + number of candidates whose lower bound exceeds this one's upper bound",
@@ -172,26 +189,32 @@ def run(args) -> int:
         payload["plots"] = {k: str(v) for k, v in plots.items()}
 
     if args.out:
-        write_tables(args.out, {"leaderboard": result.leaderboard(wald), "arena": board,
+        write_tables(args.out, {"leaderboard": scored_leaderboard(result, wald), "arena": board,
                                 "judges": result.judges(wald), "win_prob": result.win_matrix(wald)}, payload)
     if args.format == "json":
         emit_json(payload)
     elif args.format == "csv":
         plain = args.scale == "logit" and anchor is None and not draw_based
-        emit((result.leaderboard(wald) if plain else board).to_csv(index=False))
+        emit((scored_leaderboard(result, wald) if plain else board).to_csv(index=False))
+    elif args.format == "fastchat":
+        emit(fastchat_table(result, ci=args.ci, anchor=anchor, draws=draws, board=board).to_csv(index=False))
     else:
         if args.scale == "logit" and anchor is None and not draw_based:
             text = fit_report(result, ci=wald)
+            if notes:
+                text += "\n\n" + "\n".join(fill(f"note: {n}") for n in notes)
         else:
             from ..identification import interval_status
 
             board.attrs["interval_status"] = {c: x for c, x in zip(result.design.candidates,
                                                                     interval_status(result, wald)["candidates"]) if x}
-            text = "\n\n".join([header(result, wald), arena_text(board), judges_text(result, wald), win_text(result, wald)])
-        if notes:
-            text += "\n\n" + "\n".join(f"note: {n}" for n in notes)
+            # Notes about the tables (e.g. which ones are sandwich under --ci bootstrap) come before them.
+            board_text = arena_text(board)
+            if notes:
+                board_text += "\n" + "\n".join(fill(f"note: {n}") for n in notes)
+            text = "\n\n".join([header(result, wald), board_text, judges_text(result, wald), win_text(result, wald)])
         if plots:
-            text += "\n\nplots: " + ", ".join(str(p) for p in plots.values())
+            text += "\n\n" + fill("plots: " + ", ".join(str(p) for p in plots.values()))
         emit(text)
     if plots and args.format != "table":
         print(f"oscar fit: wrote {len(plots)} plots to {args.plots}", file=sys.stderr)

@@ -1,0 +1,160 @@
+"""One scale per output: reference-free default score, Elo, win rate, FastChat columns, record selection."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import oscar_jax as oj
+from oscar_jax.cli import main
+from oscar_jax.leaderboard import ELO_SLOPE
+from oscar_jax.scales import draws_board, fastchat_table, scaled_board
+from oscar_jax.selection import select_records
+from oscar_jax.summaries import scored_leaderboard
+
+DATA = Path(__file__).resolve().parent / "data"
+BATTLES = str(DATA / "eco_arena.csv")
+EXACT = 1e-9
+
+
+def run_json(capsys, *argv):
+    assert main(list(argv)) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_default_score_does_not_depend_on_the_reference_judge(capsys):
+    by_ref = {}
+    for ref in ("claude-3-opus", "gpt-4-turbo"):
+        payload = run_json(capsys, "fit", BATTLES, "--model", "j+p", "--reference-judge", ref, "--format", "json")
+        assert payload["leaderboard"]["scale"] == "logit"
+        by_ref[ref] = {c["candidate"]: c for c in payload["candidates"]}
+    a, b = by_ref.values()
+    ds = max(abs(a[n]["s"] - b[n]["s"]) for n in a)
+    dx = max(abs(a[n]["score"] - b[n]["score"]) for n in a)
+    # The raw s moves with the reference (s scales as 1/γ_ref); the score moves only by the
+    # ridge, which penalizes the two parametrizations slightly differently.
+    assert ds > 0.03 and dx < 1e-3 and dx < ds / 50, (ds, dx)
+    for name in a:
+        assert a[name]["score"] == pytest.approx(a[name]["logit"], abs=EXACT)
+    # Text and CSV print the same score as the JSON.
+    result = oj.fit(BATTLES, "j+p")
+    lb = scored_leaderboard(result)
+    np.testing.assert_allclose(lb.score, result.gamma_bar * lb.s, atol=EXACT)
+    assert np.all((lb.score_lo < lb.score) & (lb.score < lb.score_hi))
+
+
+def test_elo_scale_is_elo_in_json_and_csv(capsys):
+    payload = run_json(capsys, "fit", BATTLES, "--model", "j+p", "--scale", "elo", "--format", "json")
+    for cand in payload["candidates"]:
+        assert cand["score"] == pytest.approx(cand["elo"], abs=EXACT)
+        assert cand["score_lo"] == pytest.approx(cand["elo_lo"], abs=EXACT)
+    assert main(["fit", BATTLES, "--model", "j+p", "--scale", "elo", "--format", "csv"]) == 0
+    csv = pd.read_csv(io.StringIO(capsys.readouterr().out)).set_index("candidate")
+    for cand in payload["candidates"]:
+        assert csv.loc[cand["candidate"], "score"] == pytest.approx(cand["score"], abs=1e-6)
+
+
+def test_fastchat_format(capsys):
+    assert main(["fit", BATTLES, "--model", "j+p", "--format", "fastchat"]) == 0
+    table = pd.read_csv(io.StringIO(capsys.readouterr().out))
+    assert list(table.columns) == ["model", "rating", "variance", "rating_q975", "rating_q025", "num_battles",
+                                   "final_ranking"]
+    result = oj.fit(BATTLES, "j+p")
+    board = scaled_board(result, scale="elo").set_index("candidate").loc[table.model]
+    np.testing.assert_allclose(table.rating, board.elo, atol=1e-6)
+    np.testing.assert_allclose(table.rating_q975 - table.rating, 1.959963984540054 * np.sqrt(table.variance),
+                               rtol=1e-6)
+    assert (table.num_battles.to_numpy() == board.votes.to_numpy()).all()
+    assert (table.final_ranking.to_numpy() == board.rank_ub.to_numpy()).all()
+    assert table.rating.mean() == pytest.approx(1000.0, abs=1e-6)
+    assert fastchat_table(result).equals(fastchat_table(result, board=scaled_board(result, scale="elo")))
+
+
+def test_winrate_is_the_win_probability_against_the_baseline(capsys):
+    result = oj.fit(BATTLES, "j+p")
+    base = "gpt-4-0314"
+    board = scaled_board(result, scale="winrate", baseline=base).set_index("candidate")
+    names = list(result.design.candidates)
+    q = result.win_prob
+    for name in names:
+        expected = 50.0 if name == base else 100 * q[names.index(name), names.index(base)]
+        assert board.loc[name, "score"] == pytest.approx(expected, abs=1e-9)
+        if name != base:
+            assert board.loc[name, "lo"] < board.loc[name, "score"] < board.loc[name, "hi"]
+    # The CLI takes the baseline from --anchor (or an arena-hard --baseline).
+    assert main(["fit", BATTLES, "--model", "j+p", "--scale", "winrate", "--anchor", base]) == 0
+    out = capsys.readouterr().out
+    assert f"win rate % against {base}" in out
+    assert main(["fit", BATTLES, "--scale", "winrate"]) == 2
+    assert "needs a baseline" in capsys.readouterr().err
+
+
+def test_arena_hard_winrate_in_one_flag(capsys):
+    payload = run_json(capsys, "fit", str(DATA / "eco_arenahard.jsonl"), "--baseline", "gpt-4-0314",
+                       "--scale", "winrate", "--model", "j+p", "--format", "json")
+    scores = {c["candidate"]: c["score"] for c in payload["candidates"]}
+    assert scores["gpt-4-0314"] == pytest.approx(50.0, abs=EXACT)
+    assert all(0.0 < v < 100.0 for v in scores.values())
+
+
+def test_exclude_tie_and_filter_select_records(capsys, tmp_path):
+    frame = pd.read_csv(BATTLES)
+    payload = run_json(capsys, "fit", BATTLES, "--model", "j+p", "--exclude-tie", "--format", "json")
+    ties = frame.winner.str.contains("tie")
+    assert payload["n_records"] == int((~ties).sum()) == 194
+    assert payload["data"]["dropped"]["ties (--exclude-tie)"] == 46
+    path = tmp_path / "no_ties.csv"
+    frame[~ties].to_csv(path, index=False)
+    same = oj.fit(path, "j+p")
+    got = {c["candidate"]: c["logit"] for c in payload["candidates"]}
+    for name, x in zip(same.design.candidates, same.gamma_bar * same.scores):
+        assert got[name] == pytest.approx(x, abs=1e-8)
+
+    payload = run_json(capsys, "fit", BATTLES, "--model", "j+p", "--filter", "judge=gpt-4-turbo", "--format", "json")
+    assert payload["n_records"] == int((frame.judge == "gpt-4-turbo").sum())
+    assert [j["judge"] for j in payload["judges"]] == ["gpt-4-turbo"]
+    assert main(["fit", BATTLES, "--filter", "judge=nobody"]) == 2
+    assert "no record has judge = 'nobody'" in capsys.readouterr().err
+    assert main(["fit", BATTLES, "--category", "coding"]) == 2
+    assert "--filter/--category column 'category' is not in the data" in capsys.readouterr().err
+    assert main(["fit", BATTLES, "--filter", "judge"]) == 2
+    assert "COLUMN=VALUE" in capsys.readouterr().err
+
+
+def test_select_records_counts_what_it_drops():
+    frame, report = oj.load_judgments(BATTLES, keep_columns=("judge",))
+    out = select_records(frame, report, exclude_tie=True, filters=["judge=claude-3-opus"])
+    assert report.n_kept == len(out) and (out.outcome != 0.5).all() and set(out.judge) == {"claude-3-opus"}
+    assert report.ties == {"ties": 0, "'tie (bothbad)' ties": 0}
+    assert report.dropped["not judge = claude-3-opus"] == 120
+
+
+def test_draws_board_closed_form():
+    rng = np.random.default_rng(0)
+    mean = np.array([0.5, 0.0, -0.5])
+    x = mean + rng.normal(0.0, 0.1, size=(20_000, 3))
+    board = draws_board(x, ["a", "b", "c"], [1, 2, 3], scale="elo").set_index("candidate")
+    assert board.loc["a", "score"] == pytest.approx(1000 + ELO_SLOPE * x[:, 0].mean(), abs=EXACT)
+    assert board.loc["a", "hi"] - board.loc["a", "lo"] == pytest.approx(ELO_SLOPE * 2 * 1.96 * 0.1, rel=0.03)
+    wr = draws_board(x, ["a", "b", "c"], [1, 2, 3], scale="winrate", anchor="b").set_index("candidate")
+    assert wr.loc["b", "score"] == 50.0 and wr.loc["b", "lo"] == 50.0
+    assert wr.loc["a", "score"] == pytest.approx(100 / (1 + np.exp(-(x[:, 0] - x[:, 1]).mean())), abs=EXACT)
+    assert list(wr.rank_ub) == [1, 2, 3]
+
+
+def test_bootstrap_scale_and_integer_ranks(capsys):
+    payload = run_json(capsys, "bootstrap", BATTLES, "--model", "j+p", "--replicates", "30", "--scale", "elo",
+                       "--format", "json")
+    result = oj.fit(BATTLES, "j+p")
+    elo = scaled_board(result, scale="elo").set_index("candidate")
+    for cand in payload["candidates"]:
+        assert cand["score"] == pytest.approx(elo.loc[cand["name"], "elo"], abs=1e-6)  # full-data point
+        assert cand["lo"] <= cand["score"] + 1e-9 <= cand["hi"] + 2e-9
+        assert isinstance(cand["rank_lo"], int) and isinstance(cand["rank_hi"], int)
+        assert "s" in cand
+    assert payload["scale"]["scale"] == "elo"
