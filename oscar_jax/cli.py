@@ -14,7 +14,7 @@ import pkgutil
 import sys
 import warnings
 
-from . import __version__
+from . import __version__  # (importing oscar_jax enabled the persistent compile cache)
 from .validate import OscarInputError
 
 __all__ = ["main", "build_parser"]
@@ -48,28 +48,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _enable_compilation_cache():
-    """Persist compiled XLA programs across CLI runs (the first fit of a shape compiles).
-
-    ``OSCAR_JAX_CACHE_DIR`` chooses the folder (default ``~/.cache/oscar_jax/xla``);
-    ``OSCAR_JAX_CACHE_DIR=off`` disables it.
-    """
-    import os
-    from pathlib import Path
-
-    import jax
-
-    where = os.environ.get("OSCAR_JAX_CACHE_DIR", str(Path.home() / ".cache" / "oscar_jax" / "xla"))
-    if where.lower() in ("off", "0", "none", ""):
-        return
-    try:
-        Path(where).mkdir(parents=True, exist_ok=True)
-        jax.config.update("jax_compilation_cache_dir", where)
-        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
-    except (OSError, AttributeError):  # read-only home or an older jax: just compile
-        pass
-
-
 def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -81,7 +59,6 @@ def main(argv=None) -> int:
         print(f"warning: {message}", file=sys.stderr)
 
     warnings.showwarning = show
-    _enable_compilation_cache()
     try:
         return int(args._run(args) or 0)
     except OscarInputError as exc:

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import cached_property, lru_cache, partial
+from functools import cached_property, partial
 
 import jax
 import jax.numpy as jnp
@@ -41,7 +41,7 @@ from .fit import as_design, fit, start_points
 from .params import Layout
 from .progress import progress
 from .results import FitResult
-from .sandwich import targets
+from .sandwich import targets_batch_jit
 from .spec import ModelSpec, parse_model
 from .validate import OscarInputError, check_ci_prob, check_positive_int
 
@@ -259,7 +259,7 @@ class BatchFit:
     @cached_property
     def targets(self):
         """Targets (s, h, log γ, log κ, γ̄, field) of every fit, numpy with a leading B."""
-        return jax.tree_util.tree_map(np.asarray, _targets_batch(self.layout)(jnp.asarray(self.theta)))
+        return jax.tree_util.tree_map(np.asarray, targets_batch_jit(np.asarray(self.theta), self.layout))
 
     @cached_property
     def phi(self) -> np.ndarray:
@@ -275,11 +275,6 @@ class BatchFit:
         values = self.phi[:, self.layout.phi_blocks[term]]
         kept = np.asarray(self.core.mask)[:, self.layout.theta_blocks[term]] > 0
         return np.where(kept, values, np.nan)
-
-
-@lru_cache(maxsize=64)
-def _targets_batch(layout: Layout):
-    return jax.jit(jax.vmap(lambda th: targets(th, layout)))
 
 
 def _check_omega(omega, n_clusters: int) -> np.ndarray:
