@@ -122,5 +122,5 @@ def _targets_of_draws(draws, layout: Layout) -> Targets:
     return jax.vmap(lambda th: targets(th, layout))(draws)
 
 
-targets_batch_jit = jax.jit(_targets_of_draws, static_argnames=("layout",))
+targets_batch_jit = persistent_jit(_targets_of_draws, static_argnames=("layout",))
 targets_batch_jit.__doc__ = "Targets of every row of a (B, P) array of θ draws, one compiled program (jitted)."
