@@ -23,6 +23,7 @@ import hashlib
 import inspect
 import os
 import threading
+import weakref
 from functools import lru_cache
 from pathlib import Path
 
@@ -30,9 +31,10 @@ import jax
 
 from . import compile_cache
 
-__all__ = ["persistent_jit", "register_pytree_names"]
+__all__ = ["forget", "persistent_jit", "register_pytree_names"]
 
 _FAILED = object()
+_ALL: "weakref.WeakSet[_PersistentJit]" = weakref.WeakSet()
 
 
 def register_pytree_names(*types) -> None:
@@ -79,6 +81,7 @@ class _PersistentJit:
         self.__wrapped__ = fun
         self.__doc__ = fun.__doc__
         self.__name__ = getattr(fun, "__name__", "program")
+        _ALL.add(self)
 
     def __getattr__(self, name):  # lower, eval_shape, _cache_size, … of the plain jit
         return getattr(self._jit, name)
@@ -130,6 +133,12 @@ class _PersistentJit:
             except OSError:
                 pass
         return jax.jit(exported.call)
+
+
+def forget() -> None:
+    """Drop the programs loaded in this process (the next call loads or exports again)."""
+    for wrapper in list(_ALL):
+        wrapper._programs.clear()
 
 
 def persistent_jit(fun=None, *, static_argnames=()):
