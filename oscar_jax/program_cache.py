@@ -31,7 +31,7 @@ import jax
 
 from . import compile_cache
 
-__all__ = ["forget", "persistent_jit", "register_pytree_names"]
+__all__ = ["exported", "forget", "persistent_jit", "register_pytree_names"]
 
 _FAILED = object()
 _ALL: "weakref.WeakSet[_PersistentJit]" = weakref.WeakSet()
@@ -66,6 +66,17 @@ def _folder() -> Path | None:
     return None if where is None else where / "exported"
 
 
+def _top_level() -> bool:
+    """False inside a trace (jit, vmap, grad), where even concrete arguments become part
+    of the enclosing program: the plain jit is what that program should inline."""
+    try:
+        from jax._src import core
+
+        return bool(core.trace_state_clean())
+    except (ImportError, AttributeError):  # another JAX: the tracer check alone decides
+        return True
+
+
 def _signature_of(leaf) -> str:
     aval = jax.typeof(leaf)
     return f"{aval.str_short()}{'w' if getattr(aval, 'weak_type', False) else ''}"
@@ -94,7 +105,7 @@ class _PersistentJit:
         static = {k: v for k, v in bound.arguments.items() if k in self._static}
         dynamic = {k: v for k, v in bound.arguments.items() if k not in self._static}
         leaves, tree = jax.tree_util.tree_flatten(dynamic)
-        if any(isinstance(x, jax.core.Tracer) for x in leaves):
+        if not _top_level() or any(isinstance(x, jax.core.Tracer) for x in leaves):
             return self._jit(*args, **kwargs)
         static_text = repr(sorted(static.items()))
         if " at 0x" in static_text:  # a static argument without a stable text form
@@ -109,30 +120,47 @@ class _PersistentJit:
         return program(dynamic)
 
     def _load_or_export(self, folder: Path, key, static: dict, dynamic: dict):
-        name = f"{self._fun.__module__}.{self._fun.__qualname__}"
-        digest = hashlib.sha256(repr((name, key, _environment_digest())).encode()).hexdigest()[:40]
-        path = folder / f"{self.__name__}-{digest}.stablehlo"
-        exported = None
-        if path.exists():
-            try:
-                exported = jax.export.deserialize(bytearray(path.read_bytes()))
-            except Exception:  # truncated or foreign file: export again
-                exported = None
-        if exported is None:
-            fun = self._fun
-            try:
-                exported = jax.export.export(jax.jit(lambda dyn: fun(**dyn, **static)))(dynamic)
-                blob = exported.serialize()
-            except Exception:  # a callback or another construct export cannot store
-                return _FAILED
-            try:
-                folder.mkdir(parents=True, exist_ok=True)
-                tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
-                tmp.write_bytes(blob)
-                os.replace(tmp, path)
-            except OSError:
-                pass
-        return jax.jit(exported.call)
+        fun = self._fun
+        name = f"{fun.__module__}.{fun.__qualname__}"
+        exp = _exported_in(folder, self.__name__, repr((name, key)), lambda dyn: fun(**dyn, **static), (dynamic,))
+        return _FAILED if exp is None else jax.jit(exp.call)
+
+
+def _exported_in(folder: Path, label: str, key_text: str, fun, args):
+    digest = hashlib.sha256(repr((key_text, _environment_digest())).encode()).hexdigest()[:40]
+    path = folder / f"{label}-{digest}.stablehlo"
+    if path.exists():
+        try:
+            return jax.export.deserialize(bytearray(path.read_bytes()))
+        except Exception:  # truncated or foreign file: export again
+            pass
+    try:
+        exp = jax.export.export(jax.jit(fun))(*args)
+        blob = exp.serialize()
+    except Exception:  # a callback or another construct export cannot store
+        return None
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
+        tmp.write_bytes(blob)
+        os.replace(tmp, path)
+    except OSError:
+        pass
+    return exp
+
+
+def exported(label: str, key_text: str, fun, args):
+    """The stored ``jax.export`` program of ``fun(*args)``, exported now if absent; None when
+    the cache is off or ``fun`` cannot be exported (then lower ``fun`` as usual).
+
+    ``key_text`` must identify ``fun`` and every constant it closes over (its static
+    arguments); ``args`` may be arrays or ``jax.ShapeDtypeStruct``. Run it with
+    ``jax.jit(result.call)`` on arguments of the same shapes.
+    """
+    folder = _folder()
+    if folder is None or " at 0x" in key_text:
+        return None
+    return _exported_in(folder, label, key_text, fun, args)
 
 
 def forget() -> None:

@@ -81,6 +81,8 @@ def test_under_a_trace_the_plain_jit_runs(program_folder):
     before = set(program_folder.iterdir()) if program_folder.exists() else set()
     thetas = np.stack([res.theta, res.theta])
     out = jax.vmap(lambda th: targets_jit(th, res.layout).s)(thetas)
+    closed = jax.jit(lambda: targets_jit(res.theta, res.layout).s)()  # concrete arguments, inside a trace
+    np.testing.assert_allclose(np.asarray(closed), scores, rtol=1e-13, atol=1e-15)
     np.testing.assert_allclose(np.asarray(out)[0], scores, rtol=1e-13, atol=1e-15)  # batched: ulps apart
     after = set(program_folder.iterdir()) if program_folder.exists() else set()
     assert after == before
