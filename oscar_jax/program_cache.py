@@ -77,6 +77,13 @@ def _top_level() -> bool:
         return True
 
 
+def _fast_signature(leaf):
+    try:
+        return (leaf.shape, leaf.dtype, getattr(leaf, "weak_type", False))
+    except AttributeError:  # a Python scalar: its type decides the (weak) dtype
+        return type(leaf)
+
+
 def _signature_of(leaf) -> str:
     aval = jax.typeof(leaf)
     return f"{aval.str_short()}{'w' if getattr(aval, 'weak_type', False) else ''}"
@@ -87,7 +94,9 @@ class _PersistentJit:
         self._fun = fun
         self._static = tuple(static_argnames)
         self._jit = jax.jit(fun, static_argnames=self._static)
-        self._sig = inspect.signature(fun)
+        params = inspect.signature(fun).parameters.values()
+        self._positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        self._names = {p.name for p in params}
         self._programs: dict = {}
         self.__wrapped__ = fun
         self.__doc__ = fun.__doc__
@@ -101,20 +110,28 @@ class _PersistentJit:
         folder = _folder()
         if folder is None:
             return self._jit(*args, **kwargs)
-        bound = self._sig.bind(*args, **kwargs)
-        static = {k: v for k, v in bound.arguments.items() if k in self._static}
-        dynamic = {k: v for k, v in bound.arguments.items() if k not in self._static}
+        if len(args) > len(self._positional) or any(k not in self._names for k in kwargs):
+            return self._jit(*args, **kwargs)  # let jit raise its usual error
+        given = dict(zip(self._positional, args))  # cheaper than Signature.bind (hot loops call this)
+        given.update(kwargs)
+        static = {k: given[k] for k in self._static if k in given}
+        dynamic = {k: v for k, v in given.items() if k not in self._static}
         leaves, tree = jax.tree_util.tree_flatten(dynamic)
         if not _top_level() or any(isinstance(x, jax.core.Tracer) for x in leaves):
             return self._jit(*args, **kwargs)
-        static_text = repr(sorted(static.items()))
-        if " at 0x" in static_text:  # a static argument without a stable text form
+        try:  # a cheap hashable key for this process; the text key only on a miss
+            fast = (tuple(static.items()), tree, tuple(map(_fast_signature, leaves)))
+            program = self._programs.get(fast)
+        except TypeError:  # an unhashable static argument
             return self._jit(*args, **kwargs)
-        key = (static_text, str(tree), tuple(_signature_of(x) for x in leaves))
-        program = self._programs.get(key)
         if program is None:
-            program = self._load_or_export(folder, key, static, dynamic)
-            self._programs[key] = program
+            static_text = repr(sorted(static.items()))
+            if " at 0x" in static_text:  # a static argument without a stable text form
+                program = _FAILED
+            else:
+                key = (static_text, str(tree), tuple(_signature_of(x) for x in leaves))
+                program = self._load_or_export(folder, key, static, dynamic)
+            self._programs[fast] = program
         if program is _FAILED:
             return self._jit(*args, **kwargs)
         return program(dynamic)
