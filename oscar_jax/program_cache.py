@@ -14,7 +14,8 @@ Used only while the compile cache is on (``OSCAR_JAX_CACHE_DIR``, default
 keyed by a digest of the package's source, JAX's version and the backend, so editing
 oscar_jax or upgrading JAX never reuses a stale program. Calls under a trace (inside
 another jit, vmap or grad), and anything ``jax.export`` cannot serialize, take the
-plain jit path.
+plain jit path. :func:`exported` gives the same store to code that lowers ahead of time
+(the simulation sweep's per-method programs).
 """
 
 from __future__ import annotations
