@@ -18,6 +18,8 @@ bootstrap   bench_bootstrap ``speed``      500-replicate compiled bootstrap vs l
 simulation  bench_simulation               Section 7 sweep vs a scipy loop (extrapolated)
 bayes       bench_bayes                    NUTS next to the point fit (its own table)
 scaling     bench_scaling                  10³ … 10⁶ records, up to 500 candidates vs scipy
+cli         bench_cli                      whole ``oscar`` processes (cold/warm cache) vs
+                                           ``import oscar_jax`` and a plain scipy script
 =========== ============================== =================================================
 
 A benchmark can hand its rows to this script directly: if ``main`` returns a dict with a
@@ -248,6 +250,11 @@ def collect_generic(result, out: Outcome, quick: bool):
                             note="its own table lists the comparison"))
 
 
+def collect_cli(result, out: Outcome, quick: bool):
+    collect_generic(result, out, quick)
+    out.goals.extend(result.get("goals", []) if isinstance(result, dict) else [])
+
+
 # ----------------------------------------------------------------------------- tasks
 @dataclass(frozen=True)
 class Task:
@@ -275,6 +282,9 @@ TASKS = (
          lambda q, d: None if q else RESULTS / "bayes_bench.md"),
     Task("scaling", "benchmarks.bench_scaling",
          lambda q, d: (["--quick"] if q else []) + ["--out-dir", str(d)], collect_scaling),
+    # Whole `oscar` processes (each a fresh subprocess, cold and warm compile cache).
+    Task("cli", "benchmarks.bench_cli",
+         lambda q, d: (["--quick"] if q else []) + ["--out", str(d / "cli.md")], collect_cli),
 )
 
 

@@ -5,6 +5,10 @@ self-family), and reports prompt-cluster confidence intervals for win probabilit
 """
 
 from . import _x64  # noqa: F401  (float64 before anything else)
+from . import compile_cache
+
+compile_cache.enable()  # the Python API and the CLI share one persistent XLA cache
+
 from .data import LoadReport, load_judgments
 from .schemas import load_arena_hard  # (importing schemas registers the ecosystem input conventions)
 from .design import Design, build_design

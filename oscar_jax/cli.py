@@ -14,7 +14,7 @@ import pkgutil
 import sys
 import warnings
 
-from . import __version__
+from . import __version__  # (importing oscar_jax enabled the persistent compile cache)
 from .report import TABLE_WIDTH, table_width
 from .validate import OscarInputError
 
@@ -52,28 +52,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _enable_compilation_cache():
-    """Persist compiled XLA programs across CLI runs (the first fit of a shape compiles).
-
-    ``OSCAR_JAX_CACHE_DIR`` chooses the folder (default ``~/.cache/oscar_jax/xla``);
-    ``OSCAR_JAX_CACHE_DIR=off`` disables it.
-    """
-    import os
-    from pathlib import Path
-
-    import jax
-
-    where = os.environ.get("OSCAR_JAX_CACHE_DIR", str(Path.home() / ".cache" / "oscar_jax" / "xla"))
-    if where.lower() in ("off", "0", "none", ""):
-        return
-    try:
-        Path(where).mkdir(parents=True, exist_ok=True)
-        jax.config.update("jax_compilation_cache_dir", where)
-        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
-    except (OSError, AttributeError):  # read-only home or an older jax: just compile
-        pass
-
-
 def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -103,7 +81,6 @@ def main(argv=None) -> int:
     except OscarInputError as exc:
         print(f"oscar {args.command}: error: {exc}", file=sys.stderr)
         return 2
-    _enable_compilation_cache()
     try:
         with table_width(None if getattr(args, "wide", False) else TABLE_WIDTH):
             return int(args._run(args) or 0)

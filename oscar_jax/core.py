@@ -17,6 +17,7 @@ from . import _x64  # noqa: F401
 from .derivatives import column_mask, components_connected, expected_information, loss_value, value_grad_hess
 from .design import DesignArrays, cell_stats_from_cluster_weights
 from .params import Layout
+from .program_cache import persistent_jit, register_pytree_names
 from .solver import lm_minimize
 
 __all__ = ["FitCore", "fit_core", "penalized_functions", "STATIONARITY_TOL"]
@@ -189,4 +190,5 @@ def fit_core(arrays: DesignArrays, omega, theta_starts, *, layout: Layout, n_clu
     )
 
 
-fit_core_jit = jax.jit(fit_core, static_argnames=("layout", "n_clusters", "max_iter"))
+register_pytree_names(FitCore, DesignArrays)
+fit_core_jit = persistent_jit(fit_core, static_argnames=("layout", "n_clusters", "max_iter"))

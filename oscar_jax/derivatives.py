@@ -49,7 +49,7 @@ def judge_slot_index(layout: Layout):
     """φ index of judge k's j-th local slot (K, n_local − 2): slots 2.. are per-judge."""
     pb = layout.phi_blocks
     cols = []
-    ks = jnp.arange(layout.n_judge, dtype=jnp.int32)
+    ks = np.arange(layout.n_judge, dtype=np.int32)  # host numpy: a static index, no XLA program
     if layout.structure.learn_gamma:
         cols.append(pb["v"].start + ks)
     for t in layout.bias_terms:
@@ -58,8 +58,8 @@ def judge_slot_index(layout: Layout):
         else:
             cols.append(pb[t].start + ks)
     if not cols:
-        return jnp.zeros((layout.n_judge, 0), jnp.int32)
-    return jnp.stack(cols, axis=1)
+        return np.zeros((layout.n_judge, 0), np.int32)
+    return np.stack(cols, axis=1).astype(np.int32)
 
 
 @lru_cache(maxsize=128)
@@ -72,8 +72,7 @@ def _theta_map(layout: Layout) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     slot are read off J itself, so this cannot drift from ``Layout.jacobian``.
     """
     c = layout.n_cand
-    with jax.ensure_compile_time_eval():
-        jidx = np.asarray(judge_slot_index(layout))        # (K, n_j) φ index of (judge, slot)
+    jidx = judge_slot_index(layout)                        # (K, n_j) φ index of (judge, slot)
     jac = np.asarray(layout.jacobian)
     owner = {int(jidx[k, j]): (k, j) for k in range(jidx.shape[0]) for j in range(jidx.shape[1])}
     rest = jac[:, c - 1:]

@@ -299,15 +299,17 @@ def build_design(frame: pd.DataFrame, *, reference_judge: str | None = None, fam
             )
 
     judge_counts = np.bincount(k, minlength=len(judges))
+    # Cast on the host and device_put: jnp.asarray compiles a copy program per shape.
+    put = jax.device_put
     arrays = DesignArrays(
-        a=jnp.asarray(a[first], jnp.int32),
-        b=jnp.asarray(b[first], jnp.int32),
-        k=jnp.asarray(k[first], jnp.int32),
-        z=jnp.asarray(z[first], jnp.float64),
-        stats=jnp.asarray(cell_stats, jnp.float64),
-        pair_cell=jnp.asarray(pair_uniques % n_cells, jnp.int32),
-        pair_g=jnp.asarray(pair_uniques // n_cells, jnp.int32),
-        pair_stats=jnp.asarray(pair_stats, jnp.float64),
+        a=put(np.asarray(a[first], np.int32)),
+        b=put(np.asarray(b[first], np.int32)),
+        k=put(np.asarray(k[first], np.int32)),
+        z=put(np.asarray(z[first], np.float64)),
+        stats=put(np.asarray(cell_stats, np.float64)),
+        pair_cell=put(np.asarray(pair_uniques % n_cells, np.int32)),
+        pair_g=put(np.asarray(pair_uniques // n_cells, np.int32)),
+        pair_stats=put(np.asarray(pair_stats, np.float64)),
     )
     return Design(
         arrays=arrays,

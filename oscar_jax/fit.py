@@ -14,12 +14,14 @@ from functools import lru_cache
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from . import _x64  # noqa: F401
 from .core import fit_core_jit
 from .data import load_judgments
 from .design import Design, build_design
 from .params import Layout
+from .program_cache import persistent_jit
 from .results import FitResult, covariances_jit
 from .spec import ModelSpec, parse_model
 from .validate import OscarInputError, check_ci_prob, check_positive_int
@@ -74,25 +76,40 @@ def as_design(data, *, schema=None, reference_judge=None, family_map=None, covar
                         covariates=covariates, report=report)
 
 
-def start_points(layout: Layout, n_starts: int, key) -> jnp.ndarray:
-    """(n_starts, P): the zero start, then draws from N(0, 0.08² I)."""
-    zero = jnp.zeros((1, layout.n_theta))
+def _draw_starts(key, n_starts: int, n_theta: int):
+    zero = jnp.zeros((1, n_theta))
     if n_starts == 1:
         return zero
-    draws = START_SD * jax.random.normal(key, (n_starts - 1, layout.n_theta))
+    draws = START_SD * jax.random.normal(key, (n_starts - 1, n_theta))
     return jnp.concatenate([zero, draws])
+
+
+# One compiled program per (count, dim θ) rather than five eager ones (seed, normal,
+# multiply, zeros, concatenate), each its own XLA compilation in every new process.
+_draw_starts_jit = jax.jit(_draw_starts, static_argnums=(1, 2))
+def _seeded_starts(seed, n_starts: int, n_theta: int):
+    return _draw_starts(jax.random.PRNGKey(seed), n_starts, n_theta)
+
+
+_seeded_starts_jit = persistent_jit(_seeded_starts, static_argnames=("n_starts", "n_theta"))
+
+
+def start_points(layout: Layout, n_starts: int, key) -> jnp.ndarray:
+    """(n_starts, P): the zero start, then draws from N(0, 0.08² I)."""
+    return _draw_starts_jit(key, int(n_starts), layout.n_theta)
 
 
 @lru_cache(maxsize=64)
 def _starts_for(layout: Layout, n_starts: int, seed: int):
     # The starts depend only on (layout, count, seed): drawing them costs more host time
-    # than a small compiled fit, so repeated fits of one design reuse them.
-    return start_points(layout, n_starts, jax.random.PRNGKey(seed))
+    # than a small compiled fit, so repeated fits of one design reuse them. Same draws as
+    # start_points(layout, n_starts, PRNGKey(seed)).
+    return _seeded_starts_jit(np.int64(seed), n_starts=int(n_starts), n_theta=layout.n_theta)
 
 
 @lru_cache(maxsize=64)
 def _unit_weights(n_clusters: int):
-    return jnp.ones(n_clusters)
+    return jax.device_put(np.ones(n_clusters))  # jnp.ones/jnp.asarray would compile a program
 
 
 def fit(data, model: str | ModelSpec = "oscar", *, reference_judge: str | None = None,

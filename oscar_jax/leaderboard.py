@@ -34,14 +34,14 @@ import inspect
 import math
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 from statistics import NormalDist
 
+from .program_cache import persistent_jit
 from .report import render_table, shorten
 from .results import FitResult
-from .sandwich import delta_se, targets
+from .sandwich import delta_se, targets, targets_batch_jit
 from .validate import OscarInputError, check_choice, check_ci_prob, check_positive_int, resolve_name
 
 __all__ = [
@@ -126,10 +126,27 @@ def score_function(layout, anchor_index: int | None = None):
         t = targets(theta, layout)
         x = t.gamma_bar * t.s
         if anchor_index is not None:
-            x = x - x[anchor_index]
+            # Exactly 0 at the anchor: compiled, γ̄·s_i − γ̄·s_a may fuse into one FMA that
+            # leaves the rounding error of γ̄·s_a (~1e-18) where the contrast is identically 0.
+            x = (x - x[anchor_index]).at[anchor_index].set(0.0)
         return x
 
     return fn
+
+
+def _scores_and_se(theta, cov, layout, anchor_index):
+    fn = score_function(layout, anchor_index)
+    return fn(theta), delta_se(fn, theta, cov)
+
+
+def _draw_scores(draws, layout, anchor_index):
+    return jax.vmap(score_function(layout, anchor_index))(draws)
+
+
+# One compiled program per (layout, anchor) each: run eagerly, the delta method's
+# jacfwd and the einsum were ~40 separate XLA compilations in every new process.
+_scores_and_se_jit = persistent_jit(_scores_and_se, static_argnames=("layout", "anchor_index"))
+_draw_scores_jit = jax.jit(_draw_scores, static_argnames=("layout", "anchor_index"))
 
 
 def rank_ub(lo, hi) -> np.ndarray:
@@ -275,9 +292,8 @@ def draw_intervals(result: FitResult, draws, ci_prob: float | None = None) -> di
     ``q_field`` (C,), ``kappa`` (K,). Point estimates stay those of ``result``.
     """
     ci_prob = check_ci_prob(result.ci_prob if ci_prob is None else ci_prob)
-    draws = jnp.asarray(np.asarray(draws, dtype=float))
-    t = jax.vmap(lambda th: targets(th, result.layout))(draws)
-    t = jax.tree_util.tree_map(np.asarray, t)
+    draws = np.asarray(draws, dtype=float)
+    t = jax.tree_util.tree_map(np.asarray, targets_batch_jit(draws, result.layout))
     sig = lambda v: 1.0 / (1.0 + np.exp(-v))  # noqa: E731
     out = {"s": _quantiles(t.s, ci_prob)}
     lo, hi = _quantiles(t.h, ci_prob)
@@ -335,13 +351,12 @@ def arena_leaderboard(result: FitResult, *, ci: str = "sandwich", scale: str = "
     check_choice("scale", scale, SCALES)
     ci_prob = check_ci_prob(result.ci_prob if ci_prob is None else ci_prob)
     index, name, value = _resolve_anchor(result, anchor, scale)
-    fn = score_function(result.layout, index)
-    theta = jnp.asarray(result.theta)
-    x = np.asarray(fn(theta))
+    theta = result.theta  # host arrays straight into the jitted programs: no copy programs
     if ci in ("sandwich", "model"):
         if draws is not None:
             raise OscarInputError(f"ci={ci!r} uses the fit's covariance; draws are only for bootstrap or bayes")
-        se = np.asarray(delta_se(fn, theta, jnp.asarray(result.covariance(ci))))
+        x, se = map(np.asarray, _scores_and_se_jit(theta, result.covariance(ci),
+                                                   layout=result.layout, anchor_index=index))
         z = NormalDist().inv_cdf(0.5 + ci_prob / 2.0)
         lo, hi = x - z * se, x + z * se
     else:
@@ -350,7 +365,9 @@ def arena_leaderboard(result: FitResult, *, ci: str = "sandwich", scale: str = "
         draws = np.asarray(draws, dtype=float)
         if draws.ndim != 2 or draws.shape[1] != result.layout.n_theta:
             raise OscarInputError(f"draws must have shape (B, {result.layout.n_theta}), got {draws.shape}")
-        xs = np.asarray(jax.vmap(fn)(jnp.asarray(draws)))
+        x = np.asarray(_scores_and_se_jit(theta, np.zeros((theta.shape[0],) * 2), layout=result.layout,
+                                          anchor_index=index)[0])
+        xs = np.asarray(_draw_scores_jit(draws, layout=result.layout, anchor_index=index))
         lo, hi = _quantiles(xs, ci_prob)
         # A percentile interval need not contain the full-data estimate; fmt_pm then
         # prints that side as 0 rather than a negative width.

@@ -35,6 +35,7 @@ from .design import Design, DesignArrays, cell_stats_from_cluster_weights
 from .fit import as_design
 from .model import local_loss
 from .params import Layout
+from .program_cache import persistent_jit
 from .resample import (_percentiles, _records, auto_chunk_size, fit_batch, fold_masks, prompt_folds,
                        within_fold_weights)
 from .spec import ModelSpec, Structure, parse_model
@@ -82,7 +83,7 @@ def heldout_loss_sums(theta, omega_test, arrays: DesignArrays, *, layout: Layout
     return jax.vmap(one)(theta, omega_test)
 
 
-_heldout_jit = jax.jit(heldout_loss_sums, static_argnames=("layout", "n_cells"))
+_heldout_jit = persistent_jit(heldout_loss_sums, static_argnames=("layout", "n_cells"))
 
 
 def _not_estimable(spec: ModelSpec, eff: ModelSpec) -> bool:
@@ -299,7 +300,7 @@ def compare(data, models=DEFAULT_MODELS, *, folds: int = 3, seed: int = 0, paire
         layout = design.layout(eff)
         batch = fit_batch(design, eff, train, chunk_size=chunk_for(layout), max_iter=max_iter,
                           show_progress=show_progress, desc=f"{eff.name} folds")
-        loss, weight = (np.asarray(x) for x in _heldout_jit(jnp.asarray(batch.theta), jnp.asarray(test), design.arrays,
+        loss, weight = (np.asarray(x) for x in _heldout_jit(np.asarray(batch.theta), test, design.arrays,
                                                             layout=layout, n_cells=design.n_cells))
         failed[name] = batch.n_failed
         if batch.n_failed:
@@ -328,7 +329,7 @@ def compare(data, models=DEFAULT_MODELS, *, folds: int = 3, seed: int = 0, paire
             batch = fit_batch(design, eff, train_b, starts=starts, chunk_size=chunk_for(layout), max_iter=max_iter,
                               show_progress=show_progress, desc=f"{eff.name} paired bootstrap")
             loss, weight = (np.asarray(x).reshape(r, f) for x in
-                            _heldout_jit(jnp.asarray(batch.theta), jnp.asarray(test_b), design.arrays,
+                            _heldout_jit(np.asarray(batch.theta), test_b, design.arrays,
                                          layout=layout, n_cells=design.n_cells))
             boot_ll[name] = loss.sum(axis=1) / weight.sum(axis=1)
             boot_ok[name] = batch.valid.reshape(r, f).all(axis=1)

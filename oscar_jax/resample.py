@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import cached_property, lru_cache, partial
+from functools import cached_property, partial
 
 import jax
 import jax.numpy as jnp
@@ -37,11 +37,12 @@ from . import _x64  # noqa: F401
 from .batching import default_vmap_width, map_replicates
 from .core import FitCore, fit_core
 from .design import Design
-from .fit import as_design, fit, start_points
+from .fit import _starts_for, as_design, fit
 from .params import Layout
+from .program_cache import persistent_jit
 from .progress import progress
 from .results import FitResult
-from .sandwich import targets
+from .sandwich import targets_batch_jit
 from .spec import ModelSpec, parse_model
 from .validate import OscarInputError, check_ci_prob, check_positive_int
 
@@ -98,12 +99,20 @@ def _counts(idx, n_clusters: int):
     return jax.vmap(lambda i: jnp.zeros(n_clusters, jnp.float64).at[i].add(1.0))(idx)
 
 
+def _bootstrap_weights(key, n_clusters: int, replicates: int):
+    return _counts(bootstrap_indices(key, n_clusters, replicates), n_clusters)
+
+
+# One compiled program (eagerly, the vmapped scatter alone compiled a dozen).
+_bootstrap_weights_jit = jax.jit(_bootstrap_weights, static_argnums=(1, 2))
+
+
 def bootstrap_weights(key, n_clusters: int, replicates: int) -> jax.Array:
     """(B, G) float64 multinomial prompt counts: a prompt bootstrap (method §5).
 
     Each row sums to G. Deterministic for a given key (or int seed).
     """
-    return _counts(bootstrap_indices(key, n_clusters, replicates), n_clusters)
+    return _bootstrap_weights_jit(_key(key), int(n_clusters), int(replicates))
 
 
 def within_fold_weights(key, folds, replicates: int) -> jax.Array:
@@ -126,6 +135,11 @@ def within_fold_weights(key, folds, replicates: int) -> jax.Array:
     return _counts(picked, g)
 
 
+# Seeded draws as one compiled program each (eager, every step is its own XLA compilation).
+_permutation_jit = jax.jit(lambda seed, g: jax.random.permutation(jax.random.PRNGKey(seed), g), static_argnums=1)
+_replicate_key_jit = jax.jit(lambda seed, i: jax.random.fold_in(jax.random.PRNGKey(seed), i), static_argnums=1)
+
+
 def prompt_folds(design_or_n: Design | int, n_folds: int = 3, seed: int = 0) -> np.ndarray:
     """(G,) int fold id of every prompt cluster: a random, balanced partition (E.2).
 
@@ -137,7 +151,7 @@ def prompt_folds(design_or_n: Design | int, n_folds: int = 3, seed: int = 0) -> 
     n_folds = check_positive_int("n_folds", n_folds, minimum=2)
     if n_folds > g:
         raise OscarInputError(f"n_folds = {n_folds} exceeds the number of prompt clusters ({g}); use at most {g} folds")
-    perm = np.asarray(jax.random.permutation(jax.random.PRNGKey(int(seed)), g))
+    perm = np.asarray(_permutation_jit(np.int64(seed), g))
     folds = np.empty(g, dtype=np.int64)
     folds[perm] = np.arange(g) % n_folds
     return folds
@@ -178,7 +192,7 @@ def batched_fit_core(arrays, omega, starts, *, layout: Layout, n_clusters: int, 
     return map_replicates(lambda x: core(arrays, x[0], x[1][None], mask=x[2]), (omega, starts, mask), vmap_width)
 
 
-batched_fit_core_jit = jax.jit(batched_fit_core, static_argnames=("layout", "n_clusters", "max_iter", "vmap_width"))
+batched_fit_core_jit = persistent_jit(batched_fit_core, static_argnames=("layout", "n_clusters", "max_iter", "vmap_width"))
 
 
 def _batched_core_masked(arrays, omega, starts, mask, **kw):
@@ -259,7 +273,7 @@ class BatchFit:
     @cached_property
     def targets(self):
         """Targets (s, h, log γ, log κ, γ̄, field) of every fit, numpy with a leading B."""
-        return jax.tree_util.tree_map(np.asarray, _targets_batch(self.layout)(jnp.asarray(self.theta)))
+        return jax.tree_util.tree_map(np.asarray, targets_batch_jit(np.asarray(self.theta), self.layout))
 
     @cached_property
     def phi(self) -> np.ndarray:
@@ -275,11 +289,6 @@ class BatchFit:
         values = self.phi[:, self.layout.phi_blocks[term]]
         kept = np.asarray(self.core.mask)[:, self.layout.theta_blocks[term]] > 0
         return np.where(kept, values, np.nan)
-
-
-@lru_cache(maxsize=64)
-def _targets_batch(layout: Layout):
-    return jax.jit(jax.vmap(lambda th: targets(th, layout)))
 
 
 def _check_omega(omega, n_clusters: int) -> np.ndarray:
@@ -306,7 +315,7 @@ def _check_omega(omega, n_clusters: int) -> np.ndarray:
 def _check_starts(starts, n_rep: int, n_theta: int, layout: Layout, seed: int) -> np.ndarray:
     """(B, S, P) starts from None (the single fit's), (P,), (S, P) or (B, S, P)."""
     if starts is None:
-        starts = np.asarray(start_points(layout, 2, jax.random.PRNGKey(seed)))
+        starts = np.asarray(_starts_for(layout, 2, int(seed)))  # = start_points(layout, 2, PRNGKey(seed))
     arr = np.asarray(starts, dtype=np.float64)
     if arr.ndim == 1:
         arr = arr[None, None, :]
@@ -451,8 +460,8 @@ def fit_batch(design: Design, model: str | ModelSpec, omega, *, starts=None, mas
         for lo in range(0, n_rows, chunk):
             rows = np.arange(lo, min(lo + chunk, n_rows))
             take = np.concatenate([rows, np.repeat(rows[:1], chunk - rows.size)])  # pad: one compiled shape
-            mk = None if mask is None else jnp.asarray(mask[take])
-            out = run(jnp.asarray(rows_omega[take]), jnp.asarray(rows_start[take]), mk)
+            mk = None if mask is None else mask[take]  # host arrays: jnp.asarray compiles copies
+            out = run(rows_omega[take], rows_start[take], mk)
             parts.append([np.asarray(value)[: rows.size] for value in out])
             bar.update(rows.size)
     core = FitCore(*[np.concatenate(field_parts) for field_parts in zip(*parts)])
@@ -743,7 +752,7 @@ def bootstrap(data, model: str | ModelSpec = "oscar", replicates: int = 500, see
         full = fit(design, spec, seed=seed, ci_prob=ci_prob, max_iter=max_iter, warn=warn)
     elif full.design is not design or full.effective_spec.structure() != eff.structure():
         raise OscarInputError("full= must be a fit of the same Design object and model as the bootstrap")
-    key = jax.random.fold_in(jax.random.PRNGKey(int(seed)), 1)
+    key = _replicate_key_jit(np.int64(seed), 1)  # = fold_in(PRNGKey(seed), 1)
     omega = np.asarray(bootstrap_weights(key, design.n_clusters, replicates))
     batch = fit_batch(design, eff, omega, starts=full.theta, chunk_size=chunk, max_iter=max_iter,
                       show_progress=show_progress, desc=f"{eff.name} bootstrap", vmap_width=vmap_width)

@@ -14,6 +14,7 @@ from statistics import NormalDist
 from .core import STATIONARITY_TOL, FitCore
 from .design import Design
 from .params import Layout, Params
+from .program_cache import persistent_jit
 from .sandwich import Covariances, covariances, target_se, targets_jit
 from .solver import STATUS
 from .spec import ModelSpec
@@ -21,7 +22,7 @@ from .validate import check_choice
 
 __all__ = ["FitResult", "covariances_jit"]
 
-covariances_jit = jax.jit(covariances, static_argnames=("layout", "n_clusters"))
+covariances_jit = persistent_jit(covariances, static_argnames=("layout", "n_clusters"))
 
 _CI_KINDS = ("sandwich", "model")
 
@@ -67,8 +68,10 @@ class FitResult:
         if not bool(self.core.curvature_ok):
             return None
         c = self.core
-        omega = jnp.ones(self.design.n_clusters)
-        cov = covariances_jit(jnp.asarray(c.theta), jnp.asarray(c.mask), jnp.asarray(c.hess), jnp.asarray(c.info),
+        omega = np.ones(self.design.n_clusters)
+        # Host arrays go to the jitted function as they are (jnp.asarray would compile a copy
+        # program per shape in every new process).
+        cov = covariances_jit(c.theta, c.mask, c.hess, c.info,
                               self.design.arrays, omega, layout=self.layout, n_clusters=self.design.n_clusters,
                               ridge=self.effective_spec.ridge)
         return jax.tree_util.tree_map(np.asarray, cov)
@@ -102,7 +105,7 @@ class FitResult:
 
     @cached_property
     def _targets(self):
-        t = targets_jit(jnp.asarray(self.theta), self.layout)
+        t = targets_jit(self.theta, self.layout)
         return jax.tree_util.tree_map(np.asarray, t)
 
     @property
@@ -142,8 +145,8 @@ class FitResult:
     def _se(self, kind: str):
         cache = self.__dict__.setdefault("_se_cache", {})
         if kind not in cache:
-            cov = jnp.asarray(self.covariance(kind))
-            theta = jnp.asarray(self.theta)
+            cov = self.covariance(kind)
+            theta = self.theta
             se_t = target_se(theta, cov, self.layout)
             se_theta = np.sqrt(np.maximum(np.diag(np.asarray(cov)), 0.0))
             cache[kind] = (jax.tree_util.tree_map(np.asarray, se_t), se_theta)

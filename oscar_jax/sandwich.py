@@ -18,8 +18,9 @@ from . import _x64  # noqa: F401
 from .derivatives import cluster_scores_phi
 from .design import DesignArrays
 from .params import Layout
+from .program_cache import persistent_jit, register_pytree_names
 
-__all__ = ["Covariances", "covariances", "delta_se", "target_se", "targets", "Targets"]
+__all__ = ["Covariances", "covariances", "delta_se", "target_se", "targets", "targets_batch_jit", "Targets"]
 
 
 class Covariances(NamedTuple):
@@ -111,6 +112,15 @@ def _target_se(theta, cov, layout: Layout) -> Targets:
     return delta_se(lambda th: targets(th, layout), theta, cov)
 
 
-target_se = jax.jit(_target_se, static_argnames=("layout",))
+register_pytree_names(Covariances, Targets)
+target_se = persistent_jit(_target_se, static_argnames=("layout",))
 target_se.__doc__ = "Delta-method standard errors of every field of :func:`targets` (jitted)."
-targets_jit = jax.jit(targets, static_argnames=("layout",))
+targets_jit = persistent_jit(targets, static_argnames=("layout",))
+
+
+def _targets_of_draws(draws, layout: Layout) -> Targets:
+    return jax.vmap(lambda th: targets(th, layout))(draws)
+
+
+targets_batch_jit = persistent_jit(_targets_of_draws, static_argnames=("layout",))
+targets_batch_jit.__doc__ = "Targets of every row of a (B, P) array of θ draws, one compiled program (jitted)."

@@ -56,7 +56,7 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
-from . import _x64  # noqa: F401
+from . import _x64, program_cache  # noqa: F401
 from .batching import default_vmap_width, map_replicates
 from .core import fit_core
 from .params import Layout
@@ -173,6 +173,9 @@ class ReplicateMetrics(NamedTuple):
     n_iter: jax.Array
     objective: jax.Array
     grad_inf: jax.Array
+
+
+program_cache.register_pytree_names(ReplicateMetrics)
 
 
 def evaluate_replicate(arrays, omega, true_s, true_kappa, true_q, ridge, v_bound, gtol, *, layout: Layout,
@@ -307,6 +310,15 @@ def release_compiled() -> None:
     gc.collect()
 
 
+def _lower(prog: _Program, fn, args, static: dict):
+    """Lower one program; with the compile cache on, from its stored export, so that a new
+    process running the same sweep neither traces nor lowers it again (issue 16)."""
+    exp = program_cache.exported(f"sweep_{prog.kind}", repr((fn.__qualname__, prog)), partial(fn, **static), args)
+    if exp is not None:
+        return jax.jit(exp.call).lower(*args)
+    return jax.jit(fn, static_argnames=tuple(static)).lower(*args, **static)
+
+
 def _build(prog: _Program):
     """Lower and compile one program (cached); returns (executable, seconds spent)."""
     if prog in _COMPILED:
@@ -323,7 +335,7 @@ def _build(prog: _Program):
     if prog.kind == "sim":
         static = dict(n_prompts=prog.n_prompts, n_prompts_pad=prog.n_prompts_pad, params=prog.params)
         if mesh is None:
-            exe = jax.jit(_simulate_batch, static_argnames=tuple(static)).lower(keys, **static).compile()
+            exe = _lower(prog, _simulate_batch, (keys,), static).compile()
         else:
             exe = replicate_sharded(_simulate_batch, (0,), mesh=mesh, **static).lower(keys).compile()
     else:
@@ -338,7 +350,7 @@ def _build(prog: _Program):
         static = dict(layout=prog.layout, n_clusters=prog.n_prompts_pad, max_iter=prog.max_iter,
                       vmap_width=prog.vmap_width)
         if mesh is None:
-            exe = jax.jit(_evaluate_batch, static_argnames=tuple(static)).lower(*args, **static).compile()
+            exe = _lower(prog, _evaluate_batch, args, static).compile()
         else:
             exe = replicate_sharded(_evaluate_batch, (0,) + (None,) * 7, mesh=mesh, **static).lower(*args).compile()
     _COMPILED[prog] = exe

@@ -146,3 +146,19 @@ def test_bayes_coverage_study_quick(tmp_path):
     bayes_coverage.main(["--quick", "--out", str(tmp_path / "coverage.csv")])
     rows = (tmp_path / "bayes_coverage_quick.csv").read_text(encoding="utf-8").splitlines()
     assert rows[0].startswith("rep,") and len(rows) > 2
+
+
+def test_bench_cli_quick_counts_compilations(tmp_path):
+    # Whole `oscar fit` processes on a small shipped file, cold and warm cache (nothing timed here).
+    from benchmarks import bench_cli
+
+    data = ROOT / "tests" / "data" / "eco_arena.csv"
+    out = bench_cli.main(["--quick", "--data", str(data), "--out", str(tmp_path / "cli.md")])
+    text = (tmp_path / "cli.md").read_text(encoding="utf-8")
+    assert "load average" in text and "## Goals" in text
+    rows = out["rows"]
+    assert {r["command"] for r in rows} == {"fit json", "fit table"}
+    for r in rows:
+        assert 1 <= r["compilations_warm"] <= 6 and r["compilations_cold"] <= 6
+        assert r["cache_hits_warm"] == r["compilations_warm"]  # warm: every program from the cache
+    assert len(out["run_all"]) == len(rows) and out["goals"]

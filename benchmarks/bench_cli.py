@@ -1,0 +1,207 @@
+"""The command line as users wait for it: whole ``oscar`` processes, cold and warm cache.
+
+Each measurement is a fresh process, timed from the outside (interpreter start to exit),
+interleaved with the two references it is compared to in the same round:
+
+* ``python -c "import oscar_jax"``: the floor every command pays (Python, JAX, pandas);
+* ``benchmarks/scipy_script.py``: a plain numpy/scipy script that loads the same file and
+  fits J+P (what a user without oscar_jax runs).
+
+Commands: ``oscar fit DATA --model oscar --format json`` and ``--format table``,
+``oscar bootstrap DATA --replicates 500``, ``oscar compare DATA --models j,j+p --folds
+3``. *Cold* runs use an empty compile cache (``OSCAR_JAX_CACHE_DIR`` → a fresh folder);
+*warm* runs reuse it after one untimed run. Every command runs through
+``benchmarks/cli_probe.py``, which also counts XLA compilations and traces per
+invocation: the number that does not depend on the machine's load.
+
+Goals (issue 16), warm unless noted: fit ≤ import + 0.5 s; bootstrap 500 ≤ import + 2 s;
+compare j,j+p 3 folds ≤ import + 2 s; cold fit ≤ import + 3 s.
+
+Usage::
+
+    python benchmarks/bench_cli.py                     # 3 datasets, 3 rounds (≈ 5 min quiet)
+    python benchmarks/bench_cli.py --quick --data FILE # one file, fit only, 1 round
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from oscar_jax.data import shared_data_dir  # noqa: E402
+
+DATASETS = {
+    "MT-Bench": "judge_results_10k_mtbench.json",
+    "UltraFeedback": "judge_results_10k_ultrafeedback.json",
+    "Chatbot Arena": "judge_results_10k_chatbot_arena.json",
+}
+PROBE = ROOT / "benchmarks" / "cli_probe.py"
+SCIPY = ROOT / "benchmarks" / "scipy_script.py"
+GOALS = {"fit json": 0.5, "fit table": 0.5, "bootstrap": 2.0, "compare": 2.0}  # warm, seconds over import
+COLD_GOAL = 3.0
+
+
+def commands(data: str, replicates: int, quick: bool) -> dict[str, list[str]]:
+    cmds = {"fit json": ["fit", data, "--model", "oscar", "--format", "json"],
+            "fit table": ["fit", data, "--model", "oscar", "--format", "table"]}
+    if not quick:
+        cmds["bootstrap"] = ["bootstrap", data, "--replicates", str(replicates)]
+        cmds["compare"] = ["compare", data, "--models", "j,j+p", "--folds", "3"]
+    return cmds
+
+
+def _env(cache: Path) -> dict:
+    env = dict(os.environ)
+    env["OSCAR_JAX_CACHE_DIR"] = str(cache)
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    return env
+
+
+def _timed(argv: list[str], env: dict) -> float:
+    t0 = time.perf_counter()
+    subprocess.run(argv, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return time.perf_counter() - t0
+
+
+def _probe(args: list[str], env: dict, stats_dir: Path) -> tuple[float, dict]:
+    stats = stats_dir / f"probe-{time.monotonic_ns()}.json"
+    wall = _timed([sys.executable, str(PROBE), str(stats)] + args, env)
+    return wall, json.loads(stats.read_text(encoding="utf-8"))
+
+
+def run(files: dict[str, Path], rounds: int, replicates: int, quick: bool, work: Path) -> dict:
+    py = sys.executable
+    rows = []
+    for name, path in files.items():
+        cmds = commands(str(path), replicates, quick)
+        cache = work / f"cache-{name.replace(' ', '_')}"
+        env = _env(cache)
+        result = {c: {"warm": [], "import": []} for c in cmds}
+        # Cold: an empty cache for each command (each compiles what it needs from nothing).
+        for cmd, args in cmds.items():
+            cold_env = _env(work / f"cold-{name.replace(' ', '_')}-{cmd.replace(' ', '_')}")
+            t_imp = _timed([py, "-c", "import oscar_jax"], cold_env)
+            wall, stats = _probe(args, cold_env, work)
+            result[cmd].update(cold=wall, cold_import=t_imp, cold_stats=stats)
+            _probe(args, env, work)  # fills the shared warm cache (untimed)
+        scipy_s = []
+        for _ in range(rounds):  # interleaved: each round times the floor, the script and every command
+            t_imp = _timed([py, "-c", "import oscar_jax"], env)
+            if path.suffix == ".json":  # the scipy script reads the Xu et al. files only
+                scipy_s.append(_timed([py, str(SCIPY), str(path)], env))
+            for cmd, args in cmds.items():
+                wall, stats = _probe(args, env, work)
+                result[cmd]["warm"].append(wall)
+                result[cmd]["import"].append(t_imp)
+                result[cmd]["warm_stats"] = stats
+        for cmd, r in result.items():
+            warm, imp = statistics.median(r["warm"]), statistics.median(r["import"])
+            rows.append({
+                "dataset": name, "command": cmd, "argv": "oscar " + " ".join(cmds[cmd]).replace(str(path), path.name),
+                "import_s": imp, "warm_s": warm, "warm_over_import_s": warm - imp, "warm_ratio": warm / imp,
+                "cold_s": r["cold"], "cold_import_s": r["cold_import"], "cold_over_import_s": r["cold"] - r["cold_import"],
+                "scipy_s": statistics.median(scipy_s) if scipy_s else None,
+                "compilations_cold": r["cold_stats"]["compilations"], "compilations_warm": r["warm_stats"]["compilations"],
+                "traces_warm": r["warm_stats"]["traces"], "cache_hits_warm": r["warm_stats"]["cache_hits"],
+                "run_s_in_process": r["warm_stats"]["run_s"],
+            })
+    return {"rows": rows}
+
+
+def goals(rows: list[dict]) -> list[tuple]:
+    out = []
+    for cmd, limit in GOALS.items():
+        sel = [r for r in rows if r["command"] == cmd]
+        if sel:
+            worst = max(sel, key=lambda r: r["warm_over_import_s"])
+            out.append((f"`oscar {cmd}` warm, ≤ import + {limit:g} s", f"≤ {limit:g} s over import",
+                        ", ".join(f"{r['dataset']} {r['warm_over_import_s']:+.2f} s" for r in sel),
+                        worst["warm_over_import_s"] <= limit))
+    sel = [r for r in rows if r["command"] == "fit json"]
+    if sel:
+        worst = max(r["cold_over_import_s"] for r in sel)
+        out.append((f"`oscar fit` cold (empty cache), ≤ import + {COLD_GOAL:g} s", f"≤ {COLD_GOAL:g} s over import",
+                    ", ".join(f"{r['dataset']} {r['cold_over_import_s']:+.2f} s" for r in sel), worst <= COLD_GOAL))
+    return out
+
+
+def markdown(result: dict, load: tuple, rounds: int, wall: float) -> str:
+    rows = result["rows"]
+    lines = [
+        "# oscar CLI wall clock (bench_cli.py)", "",
+        f"Run {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, {wall:.0f} s; {os.cpu_count()} logical cores; "
+        f"**load average (1 min) {load[0]:.1f} at start, {load[1]:.1f} at end** "
+        "(other work on the machine slows every column alike; compare ratios and differences within a row, and "
+        "the compilation counts, which do not depend on load).", "",
+        f"Fresh processes timed from outside, medians of {rounds} interleaved rounds. `import` = "
+        "`python -c \"import oscar_jax\"` in the same round; `scipy script` = benchmarks/scipy_script.py "
+        "(numpy/scipy only: load the file, fit J+P by L-BFGS-B). Cold = empty compile cache.", "",
+        "| dataset | command | warm s | import s | warm − import | warm ÷ import | cold s | cold − import | "
+        "scipy script s | XLA compilations cold / warm | traces warm |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['dataset']} | `{r['argv']}` | {r['warm_s']:.2f} | {r['import_s']:.2f} | "
+            f"{r['warm_over_import_s']:+.2f} | {r['warm_ratio']:.2f}× | {r['cold_s']:.2f} | "
+            f"{r['cold_over_import_s']:+.2f} | {'–' if r['scipy_s'] is None else f"{r['scipy_s']:.2f}"} | {r['compilations_cold']} / "
+            f"{r['compilations_warm']} | {r['traces_warm']} |")
+    lines += ["", "## Goals (issue 16)", "", "| goal | target | reached | met |", "|---|---|---|---|"]
+    for g, target, reached, met in goals(rows):
+        lines.append(f"| {g} | {target} | {reached} | {'yes' if met else 'no'} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="fit commands only, one round")
+    parser.add_argument("--data", type=Path, action="append", default=None,
+                        help="data file(s) instead of the three Xu et al. files (repeatable)")
+    parser.add_argument("--data-dir", type=Path, default=shared_data_dir())
+    parser.add_argument("--rounds", type=int, default=None, help="interleaved rounds (default 3; quick 1)")
+    parser.add_argument("--replicates", type=int, default=500)
+    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "cli.md")
+    args = parser.parse_args(argv)
+    rounds = args.rounds or (1 if args.quick else 3)
+    if args.data:
+        files = {p.name: p for p in args.data}
+    else:
+        files = {k: args.data_dir / "xu2026" / v for k, v in DATASETS.items()}
+        missing = [str(p) for p in files.values() if not p.exists()]
+        if missing:
+            print(f"bench_cli: data absent ({', '.join(missing)}); set OSCAR_DATA_DIR", file=sys.stderr)
+            return {"rows": [], "run_all": [], "goals": []}
+    t0 = time.perf_counter()
+    load0 = os.getloadavg()[0]
+    with tempfile.TemporaryDirectory(prefix="oscar_bench_cli_") as tmp:
+        result = run(files, rounds, args.replicates, args.quick, Path(tmp))
+    load1 = os.getloadavg()[0]
+    text = markdown(result, (load0, load1), rounds, time.perf_counter() - t0)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(text, encoding="utf-8")
+    print(text)
+    result["load"] = (load0, load1)
+    result["goals"] = goals(result["rows"])
+    result["run_all"] = [{
+        "package": f"`{r['argv']}` warm ({r['compilations_warm']} XLA compilations; cold "
+                   f"{r['cold_s']:.2f} s, {r['compilations_cold']})",
+        "package_s": r["warm_s"], "alternative": "plain scipy script: load + J+P fit", "alternative_s": r["scipy_s"],
+        "note": f"import oscar_jax {r['import_s']:.2f} s; warm − import {r['warm_over_import_s']:+.2f} s; "
+                f"load {load0:.1f}–{load1:.1f}"} for r in result["rows"]]
+    return result
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,68 @@
+"""The CLI's reporting path stays a handful of compiled programs (counted, never timed).
+
+Each eager ``jax.numpy`` call on a new shape is its own XLA compilation. Before issue 16
+``oscar fit`` compiled 91 programs per invocation (the leaderboard's delta method alone
+~40), which was most of its wall clock. These tests run whole commands in fresh
+processes (``benchmarks/cli_probe.py``) and bound the number of compilations, so the
+reporting path cannot drift back into dozens of eager programs. With the persistent
+caches on, a second process must not trace any model function again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "tests" / "data" / "eco_arena.csv"
+PROBE = ROOT / "benchmarks" / "cli_probe.py"
+
+# One program per result: starts, fit core, covariances, board scores + SEs, target SEs,
+# targets. The bootstrap adds its weights, key, batched fit and draw targets; compare one
+# batched fit and one held-out loss per model.
+BOUNDS = {
+    "fit json": (["fit", str(DATA), "--format", "json"], 6),
+    "fit table": (["fit", str(DATA), "--format", "table"], 6),
+    "fit elo anchored": (["fit", str(DATA), "--scale", "elo", "--anchor", "gpt-4", "--format", "json"], 6),
+    "bootstrap": (["bootstrap", str(DATA), "--replicates", "20", "--format", "json"], 7),
+    "compare": (["compare", str(DATA), "--models", "j,j+p", "--folds", "3", "--format", "json"], 7),
+}
+
+
+def _probe(args, cache, tmp_path) -> dict:
+    env = dict(os.environ, OSCAR_JAX_CACHE_DIR=str(cache), PYTHONPATH=str(ROOT))
+    stats = tmp_path / "stats.json"
+    proc = subprocess.run([sys.executable, str(PROBE), str(stats)] + args, env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return json.loads(stats.read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("name", list(BOUNDS))
+def test_each_command_compiles_a_handful_of_programs(name, tmp_path):
+    args, bound = BOUNDS[name]
+    stats = _probe(args, "off", tmp_path)
+    assert 1 <= stats["compilations"] <= bound, stats["compiled"]
+    # No eager primitive programs (jit(add), jit(stage), …): every compiled program is one
+    # of the package's own functions.
+    eager = {n for n in stats["compiled"] if n in {"jit(convert_element_type)", "jit(stage)", "jit(add)",
+                                                   "jit(multiply)", "jit(broadcast_in_dim)", "jit(_normal)"}}
+    assert not eager, stats["compiled"]
+
+
+def test_second_process_traces_no_model_function(tmp_path):
+    cache = tmp_path / "cache"
+    args = BOUNDS["fit json"][0]
+    first = _probe(args, cache, tmp_path)
+    second = _probe(args, cache, tmp_path)
+    assert any(n != "call" for n in first["traced"])  # the first process traced the model functions
+    # The second loads them: only the tiny wrappers that call a stored program are traced,
+    # and every compilation is a hit in the persistent compile cache.
+    assert set(second["traced"]) <= {"call"}, second["traced"]
+    assert second["cache_hits"] == second["compilations"] >= 1
+    assert (cache / "exported").is_dir() and any((cache / "exported").iterdir())

@@ -1,0 +1,108 @@
+"""Programs stored by oscar_jax.program_cache give bit-identical results, and stale files are harmless."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import jax
+import numpy as np
+import pytest
+
+import oscar_jax as oj
+from oscar_jax import compile_cache, program_cache
+from oscar_jax.leaderboard import arena_leaderboard
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def program_folder(tmp_path, monkeypatch):
+    # Point only the program cache at a temporary folder; JAX's own compile cache stays off.
+    monkeypatch.setitem(compile_cache._state, "dir", tmp_path)
+    program_cache.forget()
+    yield tmp_path / "exported"
+    program_cache.forget()
+
+
+def _everything(result):
+    board = arena_leaderboard(result, scale="elo", anchor="cand1")
+    return [result.theta, result.covariance("sandwich"), result.covariance("model"), result.scores,
+            result.leaderboard().select_dtypes("number").to_numpy(),
+            result.judges().select_dtypes("number").to_numpy(dtype=float), board[["score", "lo", "hi"]].to_numpy()]
+
+
+def _same_bits(a, b):
+    for x, y in zip(a, b):
+        x, y = np.asarray(x), np.asarray(y)
+        assert x.shape == y.shape
+        assert np.array_equal(x.astype(float), y.astype(float), equal_nan=True)
+
+
+def test_stored_programs_are_bit_identical_to_plain_jit(program_folder, monkeypatch):
+    design = oj.simulate_design(seed=3, n_prompts=150)
+    monkeypatch.setitem(compile_cache._state, "dir", None)
+    plain = _everything(oj.fit(design, "oscar", seed=1))          # plain jax.jit
+    monkeypatch.setitem(compile_cache._state, "dir", program_folder.parent)
+    exported = _everything(oj.fit(design, "oscar", seed=1))       # traced, exported, stored
+    files = sorted(program_folder.iterdir())
+    assert any(f.name.startswith("fit_core-") for f in files) and len(files) >= 5
+    program_cache.forget()                                          # as a new process would
+    traced = []
+    jax.monitoring.register_event_duration_secs_listener(
+        lambda event, d, **kw: traced.append(kw.get("fun_name")) if event.endswith("jaxpr_trace_duration") else None)
+    loaded = _everything(oj.fit(design, "oscar", seed=1))
+    assert "fit_core" not in traced and "covariances" not in traced
+    _same_bits(plain, exported)
+    _same_bits(plain, loaded)
+
+
+def test_corrupt_or_foreign_files_are_replaced(program_folder):
+    design = oj.simulate_design(seed=4, n_prompts=120)
+    ref = oj.fit(design, "j+p").theta
+    for f in program_folder.iterdir():
+        f.write_bytes(b"not a program")
+    program_cache.forget()
+    again = oj.fit(design, "j+p").theta
+    assert np.array_equal(ref, again)
+    core = [f for f in program_folder.iterdir() if f.name.startswith("fit_core-")]
+    assert core and all(f.read_bytes() != b"not a program" for f in core)
+
+
+def test_under_a_trace_the_plain_jit_runs(program_folder):
+    # vmapping a persistent program traces it inside another transformation: no export.
+    from oscar_jax.sandwich import targets_jit
+
+    design = oj.simulate_design(seed=5, n_prompts=100)
+    res = oj.fit(design, "j")
+    scores = res.scores  # (the unbatched call exports its own program)
+    before = set(program_folder.iterdir()) if program_folder.exists() else set()
+    thetas = np.stack([res.theta, res.theta])
+    out = jax.vmap(lambda th: targets_jit(th, res.layout).s)(thetas)
+    closed = jax.jit(lambda: targets_jit(res.theta, res.layout).s)()  # concrete arguments, inside a trace
+    np.testing.assert_allclose(np.asarray(closed), scores, rtol=1e-13, atol=1e-15)
+    np.testing.assert_allclose(np.asarray(out)[0], scores, rtol=1e-13, atol=1e-15)  # batched: ulps apart
+    after = set(program_folder.iterdir()) if program_folder.exists() else set()
+    assert after == before
+
+
+def _cache_config(env_extra) -> list[str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("OSCAR_JAX_CACHE_DIR", "JAX_COMPILATION_CACHE_DIR")}
+    env.update(env_extra, PYTHONPATH=str(ROOT))
+    code = ("import jax, oscar_jax as oj; print(jax.config.jax_compilation_cache_dir); "
+            "print(jax.config.jax_persistent_cache_min_compile_time_secs); print(oj.compile_cache.cache_dir())")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    return out.stdout.split("\n")[:3]
+
+
+def test_python_api_uses_the_cli_cache_and_respects_off_and_user_settings(tmp_path):
+    ours = tmp_path / "ours"
+    assert _cache_config({"OSCAR_JAX_CACHE_DIR": str(ours)}) == [str(ours), "0.0", str(ours)]
+    assert ours.is_dir()
+    assert _cache_config({"OSCAR_JAX_CACHE_DIR": "off"}) == ["None", "1.0", "None"]
+    theirs = tmp_path / "theirs"
+    # A cache the user configured for JAX stays theirs, with JAX's own thresholds.
+    assert _cache_config({"JAX_COMPILATION_CACHE_DIR": str(theirs)}) == [str(theirs), "1.0", "None"]
