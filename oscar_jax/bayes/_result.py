@@ -15,6 +15,7 @@ from arviz_stats.base import array_stats
 from ..design import Design
 from ..params import Layout
 from ..spec import ModelSpec
+from ..convergence import RHAT_MAX, rhat_message
 from ..validate import check_ci_prob
 from ._model import Priors
 from ._sampler import NutsSettings
@@ -24,7 +25,6 @@ __all__ = ["BayesResult", "BayesWarning", "compute_diagnostics", "RHAT_MAX", "ES
 # Thresholds of Vehtari et al. (2021, "Rank-normalization, folding, and localization"):
 # rank-normalized split R-hat below 1.01 and bulk/tail ESS of at least 100 per chain;
 # E-BFMI below 0.3 signals that the momentum resampling explores the energy poorly.
-RHAT_MAX = 1.01
 ESS_PER_CHAIN_MIN = 100
 BFMI_MIN = 0.3
 TAIL_PROB = (0.05, 0.95)  # quantiles of the tail ESS (ArviZ's default)
@@ -77,7 +77,7 @@ def compute_diagnostics(idata: xr.DataTree, settings: NutsSettings) -> dict:
     ess_min_required = ESS_PER_CHAIN_MIN * settings.chains
     messages = []
     if settings.chains > 1 and max_rhat is not None and not max_rhat < RHAT_MAX:
-        messages.append(f"R-hat {max_rhat:.3f} ≥ {RHAT_MAX} ({worst_rhat}): chains disagree; run more warm-up/draws")
+        messages.append(rhat_message(max_rhat, worst_rhat))
     min_ess = min(v for v in (min_bulk, min_tail) if v is not None)
     if min_ess < ess_min_required:
         which = worst_bulk if (min_bulk is not None and min_bulk <= (min_tail or np.inf)) else worst_tail
