@@ -179,16 +179,21 @@ def simulate(key, n_prompts: int, params: SimParams = TABLE_G1) -> SimData:
     judge = jnp.tile(jnp.arange(n_j, dtype=jnp.int32), g)
     prompt = jnp.repeat(jnp.arange(g, dtype=jnp.int32), n_j)
     ra, rb, rl = a[prompt], b[prompt], length[prompt]
+    arrays, y = _records(p, params, judge, prompt, ra, rb, rl, p["s"][ra] - p["s"][rb], k_cl, k_ind, g)
+    return SimData(arrays=arrays, y=y, prompt=prompt, more_verbose_first=nu[a] > nu[b], truth=truth_of(params))
+
+
+def _records(p, params: SimParams, judge, prompt, ra, rb, rl, gap, k_cl, k_ind, n_prompts: int):
+    """Verdicts of every record (η* with the score gap ``gap``, Gaussian copula per prompt) as DesignArrays."""
     jf, cf = p["judge_family"][judge], p["candidate_family"]
     fam = (cf[ra] == jf).astype(jnp.float64) - (cf[rb] == jf).astype(jnp.float64)
-    eta = (p["gamma"][judge] * (p["s"][ra] - p["s"][rb])
+    eta = (p["gamma"][judge] * gap
            + params.c * (p["beta_pos"][judge] + p["beta_len"][judge] * rl + p["beta_fam"][judge] * fam))
-    eps_cl = jax.random.normal(k_cl, (g,))
-    eps_ind = jax.random.normal(k_ind, (g * n_j,))
+    n = judge.shape[0]
+    eps_cl = jax.random.normal(k_cl, (n_prompts,))
+    eps_ind = jax.random.normal(k_ind, (n,))
     u = jax.scipy.stats.norm.cdf(jnp.sqrt(params.rho) * eps_cl[prompt] + jnp.sqrt(1.0 - params.rho) * eps_ind)
     y = (u < jax.nn.sigmoid(eta)).astype(jnp.float64)
-
-    n = g * n_j
     stats = jnp.stack([jnp.ones(n), y, jnp.zeros(n)], axis=1)
     arrays = DesignArrays(
         a=ra.astype(jnp.int32), b=rb.astype(jnp.int32), k=judge,
@@ -196,7 +201,7 @@ def simulate(key, n_prompts: int, params: SimParams = TABLE_G1) -> SimData:
         stats=stats,
         pair_cell=jnp.arange(n, dtype=jnp.int32), pair_g=prompt, pair_stats=stats,
     )
-    return SimData(arrays=arrays, y=y, prompt=prompt, more_verbose_first=nu[a] > nu[b], truth=truth_of(params))
+    return arrays, y
 
 
 def _simulate_prompt_candidate(key, n_prompts: int, params: SimParams) -> SimData:
@@ -220,24 +225,8 @@ def _simulate_prompt_candidate(key, n_prompts: int, params: SimParams) -> SimDat
     row = jnp.repeat(jnp.arange(n_rows), n_j)
     prompt = (row // n_pair).astype(jnp.int32)
     ra, rb, rl = a[row], b[row], length[row]
-    jf, cf = p["judge_family"][judge], p["candidate_family"]
-    fam = (cf[ra] == jf).astype(jnp.float64) - (cf[rb] == jf).astype(jnp.float64)
     gap = p["s"][ra] - p["s"][rb] + w[prompt, ra] - w[prompt, rb]
-    eta = (p["gamma"][judge] * gap
-           + params.c * (p["beta_pos"][judge] + p["beta_len"][judge] * rl + p["beta_fam"][judge] * fam))
-    eps_cl = jax.random.normal(k_cl, (g,))
-    eps_ind = jax.random.normal(k_ind, (n_rows * n_j,))
-    u = jax.scipy.stats.norm.cdf(jnp.sqrt(params.rho) * eps_cl[prompt] + jnp.sqrt(1.0 - params.rho) * eps_ind)
-    y = (u < jax.nn.sigmoid(eta)).astype(jnp.float64)
-
-    n = n_rows * n_j
-    stats = jnp.stack([jnp.ones(n), y, jnp.zeros(n)], axis=1)
-    arrays = DesignArrays(
-        a=ra.astype(jnp.int32), b=rb.astype(jnp.int32), k=judge,
-        z=jnp.stack([rl, fam], axis=1),
-        stats=stats,
-        pair_cell=jnp.arange(n, dtype=jnp.int32), pair_g=prompt, pair_stats=stats,
-    )
+    arrays, y = _records(p, params, judge, prompt, ra, rb, rl, gap, k_cl, k_ind, g)
     first = jnp.arange(g) * n_pair
     return SimData(arrays=arrays, y=y, prompt=prompt, more_verbose_first=nu[a[first]] > nu[b[first]],
                    truth=truth_of(params))

@@ -193,12 +193,28 @@ def test_datatree_has_named_coordinates(small_posterior):
     assert pst["s"].dims == ("chain", "draw", "candidate") and pst.sizes["candidate"] == c
     assert pst["kappa"].dims == ("chain", "draw", "judge") and pst.sizes["judge"] == k
     assert pst["q"].dims == ("chain", "draw", "pair") and pst.sizes["pair"] == c * (c - 1) // 2
-    assert pst["z_prompt"].dims == ("chain", "draw", "prompt") and pst.sizes["prompt"] == g
+    # prompt × candidate effect, one pair per prompt: one Helmert coordinate per prompt
+    assert pst["z_prompt"].dims == ("chain", "draw", "prompt_contrast") and pst.sizes["prompt_contrast"] == g
     assert list(pst["candidate"].values) == list(post.design.candidates)
     assert set(post.idata.sample_stats.data_vars) >= {"diverging", "energy", "lp", "tree_depth", "n_steps"}
     summary = post.summary()
     assert {"mean", "sd", "r_hat", "ess_bulk"} <= set(summary.columns)
     assert "s[cand0]" in summary.index and "q[cand0 vs cand1]" in summary.index
+
+
+def test_constants_are_not_posterior_variables(small_posterior):
+    """γ_ref ≡ 1 and B.2-fixed coefficients live in constant_data: az.summary of everything has no NaN R-hat."""
+    import arviz_stats
+
+    post = small_posterior
+    ref = post.design.judges[post.design.reference]
+    pst = post.idata.posterior
+    assert ref not in list(pst["judge_gamma"].values) and "judge4" not in list(pst["judge_beta_fam"].values)
+    const = post.idata.constant_data
+    assert list(const["judge_gamma_fixed"].values) == [ref] and float(const["gamma_fixed"].values[0]) == 1.0
+    summary = arviz_stats.summary(post.idata, round_to="none")   # every variable; warnings are errors here
+    assert summary["r_hat"].notna().all(), summary[summary["r_hat"].isna()]
+    assert np.all(post.draws("gamma")[..., post.design.reference] == 1.0)
 
 
 def test_summaries_are_consistent(small_posterior):
@@ -358,7 +374,8 @@ def test_mtbench_posterior_is_close_to_point_fit_and_converges():
     path = shared_data("mtbench")
     design = oj.fit.__globals__["as_design"](path, reference_judge=REFERENCE_JUDGE)
     point = oj.fit(design, "oscar")
-    post = fit_bayes(design, "oscar")  # defaults: 4 chains × (1000 + 1000); warns if poor
+    # the plain model: its scores are on the point fit's scale (the prompt effect's are prompt-conditional)
+    post = fit_bayes(design, "oscar", prompt_effect=False)  # 4 chains × (1000 + 1000); warns if poor
     diag = post.diagnostics
     assert diag["max_rhat"] < 1.01 and diag["divergences"] == 0, diag
     s = post.draws("s").reshape(-1, design.n_cand)

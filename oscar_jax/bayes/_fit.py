@@ -13,6 +13,7 @@ from .. import _x64  # noqa: F401
 from ..derivatives import column_mask
 from ..design import Design
 from ..fit import as_design
+from ..leaderboard import INDEPENDENCE_NOTE
 from ..params import Layout
 from ..spec import ModelSpec, parse_model
 from ..validate import OscarInputError, check_ci_prob
@@ -23,7 +24,7 @@ from ._sampler import Draws, NutsSettings, progress_reporter, sample_posterior_j
 __all__ = ["fit_bayes", "to_datatree", "MAX_STORED_PROMPTS", "default_prompt_effect", "INDEPENDENCE_LABEL"]
 
 # Printed wherever an interval comes from a model that treats records as independent.
-INDEPENDENCE_LABEL = "assumes independent records; too narrow under prompt dependence"
+INDEPENDENCE_LABEL = INDEPENDENCE_NOTE
 
 # Without an explicit choice the per-prompt effects z_g are kept in the DataTree only for
 # up to this many prompts: at 4 × 1000 draws, 2000 prompts already take 64 MB.
@@ -92,6 +93,7 @@ def to_datatree(draws: Draws, design: Design, layout: Layout, mask: np.ndarray, 
               "pair": _pair_labels(design.candidates)}
     if design.covariates:
         coords["covariate"] = list(design.covariates)
+    constant = _split_constants(posterior, dims, coords, design)
     if kind:
         posterior["sigma_prompt"] = np.asarray(draws.sigma)
         if keep_prompt_effects:
@@ -112,8 +114,39 @@ def to_datatree(draws: Draws, design: Design, layout: Layout, mask: np.ndarray, 
         "acceptance_rate": np.asarray(draws.accept),
         "step_size": np.broadcast_to(np.asarray(draws.step_size)[:, None], steps.shape).copy(),
     }
-    return arviz_base.from_dict({"posterior": posterior, "sample_stats": sample_stats}, dims=dims, coords=coords,
-                                attrs={"posterior": dict(attrs or {})})
+    groups = {"posterior": posterior, "sample_stats": sample_stats}
+    if constant:
+        groups["constant_data"] = constant
+    return arviz_base.from_dict(groups, dims=dims, coords=coords, attrs={"posterior": dict(attrs or {})})
+
+
+def _split_constants(posterior: dict, dims: dict, coords: dict, design: Design) -> dict:
+    """Move judge entries that are constants (γ_ref ≡ 1, coefficients B.2 holds at 0) out of the posterior.
+
+    A constant has no R-hat (0/0: NaN rows and RuntimeWarnings in ``az.summary``). Such a
+    variable keeps only its varying judges in the posterior, on its own dim
+    ``judge_<variable>``; the constants go to ``constant_data`` as ``<variable>_fixed``
+    over ``judge_<variable>_fixed``. :meth:`BayesResult.draws` puts them back together.
+    """
+    constant = {}
+    judges = np.asarray(design.judges, dtype=object)
+    for name in [n for n, d in dims.items() if d and d[0] == "judge"]:
+        x = np.asarray(posterior[name])
+        flat = x.reshape(x.shape[0] * x.shape[1], x.shape[2], -1)
+        fixed = np.all(flat == flat[:1], axis=(0, 2))
+        if not fixed.any():
+            continue
+        dim = f"judge_{name}"
+        dims[f"{name}_fixed"] = [f"{dim}_fixed"] + dims[name][1:]
+        coords[f"{dim}_fixed"] = list(judges[fixed])
+        if fixed.all():  # nothing of it is sampled: the tables show it as not estimated
+            del posterior[name], dims[name]
+        else:
+            posterior[name] = x[:, :, ~fixed]
+            dims[name] = [dim] + dims[name][1:]
+            coords[dim] = list(judges[~fixed])
+        constant[f"{name}_fixed"] = flat[0, fixed].reshape((int(fixed.sum()),) + x.shape[3:])
+    return constant
 
 
 def fit_bayes(data, model: str | ModelSpec = "oscar", *, prompt_effect: bool | str | None = None, priors: Priors | None = None,
