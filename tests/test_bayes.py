@@ -240,6 +240,30 @@ def test_summaries_are_consistent(small_posterior):
     assert 0 < sig["lo"] < sig["mean"] < sig["hi"]
 
 
+def test_population_theta_puts_scores_on_the_prompt_averaged_scale(small_posterior):
+    """γ̄ s_i of each draw = mean_j logit q_ij (prompt-averaged q), the point fit's logit scale."""
+    from oscar_jax.sandwich import targets
+
+    post = small_posterior
+    pop = post.population_theta()
+    t = jax.vmap(lambda th: targets(th, post.layout))(jnp.asarray(pop[:50]))
+    q = post.win_prob  # mean; check per draw below
+    c = post.design.n_cand
+    qd = np.asarray(post._flat("q"))[:50]
+    full = np.full((50, c, c), 0.5)
+    iu = np.triu_indices(c, 1)
+    full[:, iu[0], iu[1]], full[:, iu[1], iu[0]] = qd, 1 - qd
+    want = np.log(full / (1 - full)).mean(axis=2)
+    np.testing.assert_allclose(np.asarray(t.gamma_bar)[:, None] * np.asarray(t.s), want, rtol=1e-9, atol=1e-12)
+    assert q.shape == (c, c)
+    # everything but the scores is the sampled θ
+    free = np.flatnonzero(post.mask)
+    sampled = post._flat("theta")
+    u = post.layout.theta_blocks["u"]
+    keep = [i for i, f in enumerate(free) if not (u.start <= f < u.stop)]
+    np.testing.assert_array_equal(pop[:, free[keep]], sampled[:, keep])
+
+
 def test_same_seed_same_draws_other_seed_other_draws(sim_design):
     layout, spec = _layout(sim_design, "j+p")
     mask = np.asarray(column_mask(sim_design.arrays, sim_design.arrays.stats, layout))
@@ -347,6 +371,7 @@ def test_cli_bayes_json_and_out_dir(tmp_path):
     assert {"name", "mean", "lo", "hi", "p_best"} <= set(cand)
     assert {"name", "kappa_mean", "kappa_lo", "kappa_hi"} <= set(payload["judges"][0])
     assert {"max_rhat", "min_ess", "divergences"} <= set(payload["diagnostics"])
+    assert payload["prompt_effect"] == "candidate"  # 5 records per prompt: the dependence-aware default
     for name in ("leaderboard.csv", "judges.csv", "win_prob.csv", "rank_probabilities.csv",
                  "judge_comparisons.csv", "summary.csv", "result.json", "forest_q.png", "judges_kappa.png"):
         assert (out / name).exists(), name
@@ -387,3 +412,22 @@ def test_mtbench_posterior_is_close_to_point_fit_and_converges():
     assert np.all((gap_g < GAMMA_SD_TOL * g.std(0)[free]) | (gap_g < GAMMA_ATOL)), gap_g
     # same leader as the point fit
     assert post.leaderboard().candidate[0] == point.leaderboard().candidate[0]
+
+
+def test_cli_no_prompt_effect_says_what_it_costs(tmp_path):
+    import contextlib
+    import io
+
+    from oscar_jax.cli import main
+
+    path = tmp_path / "sim.csv"
+    oj.simulate_frame(seed=2, n_prompts=40).to_csv(path, index=False)
+    buf = io.StringIO()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", BayesWarning)
+        with contextlib.redirect_stdout(buf):
+            rc = main(["bayes", str(path), "--model", "j", "--chains", "2", "--warmup", "40", "--draws", "20",
+                       "--no-prompt-effect"])
+    text = buf.getvalue()
+    assert rc == 0 and "prompt effect" not in text.splitlines()[0]
+    assert "assumes independent records; too narrow under prompt dependence" in text

@@ -11,7 +11,7 @@ import pytest
 import oscar_jax as oj
 from oscar_jax.bayes import (candidate_effects, default_prompt_effect, model_data, prompt_candidate_index,
                              prompt_candidate_loss, prompt_loss)
-from oscar_jax.bayes._fit import INDEPENDENCE_LABEL
+from oscar_jax.bayes._fit import INDEPENDENCE_LABEL, shared_prompt_share
 from oscar_jax.derivatives import loss_value
 from oscar_jax.simulate import TABLE_G1, SimParams, family_map_of, simulate_jit
 
@@ -104,6 +104,10 @@ def test_default_prompt_effect_follows_records_per_prompt(multi):
     frame = oj.simulate_frame(0, 40)
     frame["prompt"] = [f"r{i}" for i in range(len(frame))]           # one record per prompt
     assert default_prompt_effect(oj.build_design(frame, reference_judge="judge0")) is False
+    # a few shared prompts among many single-record ones (UltraFeedback-like): still off
+    frame["prompt"] = [f"p{i // 2}" if i < 60 else f"r{i}" for i in range(len(frame))]
+    design = oj.build_design(frame, reference_judge="judge0")
+    assert shared_prompt_share(design) == pytest.approx(60 / len(frame)) and default_prompt_effect(design) is False
     assert "independent records" in INDEPENDENCE_LABEL
 
 

@@ -26,6 +26,7 @@ import pandas as pd
 
 import oscar_jax as oj
 from oscar_jax.bayes import fit_bayes
+from oscar_jax.fit import as_design
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 DATASETS = {"mtbench": "MT-Bench", "ultrafeedback": "UltraFeedback", "chatbot_arena": "Chatbot Arena"}
@@ -41,12 +42,13 @@ def _rank_ub(draw_scores: np.ndarray, prob: float = 0.95) -> np.ndarray:
 
 def run_dataset(key: str, path: Path, bayes: list[str], replicates: int, seed: int, warmup: int = 1000,
                 draws: int = 1000) -> tuple[pd.DataFrame, dict]:
-    point = oj.fit(path, seed=seed, warn=False)
+    design = as_design(path)
+    point = oj.fit(design, seed=seed, warn=False)
     names = list(point.design.candidates)
     sw = point.leaderboard("sandwich").set_index("candidate")
     md = point.leaderboard("model").set_index("candidate")
     t0 = time.perf_counter()
-    boot = oj.bootstrap(path, replicates=replicates, seed=seed, full=point, warn=False, show_progress=False)
+    boot = oj.bootstrap(design, replicates=replicates, seed=seed, full=point, warn=False, show_progress=False)
     boot_s = time.perf_counter() - t0
     bl = boot.leaderboard().set_index("candidate")
     frame = pd.DataFrame({"dataset": key, "candidate": names,
@@ -62,7 +64,7 @@ def run_dataset(key: str, path: Path, bayes: list[str], replicates: int, seed: i
         t0 = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            post = fit_bayes(path, prompt_effect=BAYES[b], seed=seed, warmup=warmup, draws=draws, warn=False)
+            post = fit_bayes(design, prompt_effect=BAYES[b], seed=seed, warmup=warmup, draws=draws, warn=False)
         lb = post.leaderboard().set_index("candidate")
         s = post._flat("s")
         frame[f"q_{b}"] = lb.q_field.loc[names].to_numpy()
