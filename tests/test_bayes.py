@@ -431,3 +431,22 @@ def test_cli_no_prompt_effect_says_what_it_costs(tmp_path):
     text = buf.getvalue()
     assert rc == 0 and "prompt effect" not in text.splitlines()[0]
     assert "assumes independent records; too narrow under prompt dependence" in text
+
+
+@pytest.mark.data
+@pytest.mark.slow
+def test_mtbench_prompt_candidate_interval_has_the_sandwich_width():
+    """Issue 19: on MT-Bench the prompt × candidate posterior's 95% interval for gpt-4's q against
+    the field is within ±25% of the prompt-cluster sandwich's width (measured 0.99 at this
+    setting; the plain model and the old slot shift gave about 0.45–0.5), and gpt-4 leads."""
+    path = shared_data("mtbench")
+    design = oj.fit.__globals__["as_design"](path)
+    point = oj.fit(design, "oscar", warn=False)
+    sw = point.leaderboard("sandwich").set_index("candidate")
+    post = fit_bayes(design, "oscar", chains=4, warmup=300, draws=300, seed=0, warn=False, show_progress=False)
+    assert post.prompt_effect == "candidate"  # the default on MT-Bench
+    lb = post.leaderboard().set_index("candidate")
+    ratio = (lb.q_field_hi - lb.q_field_lo)["gpt-4"] / (sw.q_field_hi - sw.q_field_lo)["gpt-4"]
+    assert 0.75 <= ratio <= 1.25, ratio
+    assert post.diagnostics["divergences"] == 0
+    assert lb.index[0] == "gpt-4" and post.p_best["gpt-4"] > 0.9

@@ -109,6 +109,13 @@ def main(argv=None) -> int:
     return 0
 
 
+def _markdown(frame: pd.DataFrame) -> str:
+    """A pipe table (3 decimals) without the optional ``tabulate`` dependency."""
+    cells = [[f"{v:.3f}" if isinstance(v, float) else str(v) for v in row] for row in frame.itertuples(index=False)]
+    head = "| " + " | ".join(frame.columns) + " |"
+    return "\n".join([head, "|" + "---|" * len(frame.columns)] + ["| " + " | ".join(r) + " |" for r in cells])
+
+
 def write_markdown(frame: pd.DataFrame, metas: list[dict], bayes: list[str], path: Path, load: float, args) -> Path:
     lines = ["# Bayesian 95% intervals for q against the field on real data", "",
              "Width ratios per candidate (Bayesian HDI width / other interval's width), median and range over "
@@ -133,7 +140,7 @@ def write_markdown(frame: pd.DataFrame, metas: list[dict], bayes: list[str], pat
         cols = ["candidate", "q_point", "w_sandwich", "w_boot"] + [c for b in bayes for c in (f"w_{b}",)]
         cols += ["p_best_boot"] + [f"p_best_{b}" for b in bayes] + ["rank_ub_boot"] + [f"rank_ub_{b}" for b in bayes]
         lines += [f"## {DATASETS.get(meta['dataset'], meta['dataset'])}", "",
-                  sub[cols].to_markdown(index=False, floatfmt=".3f"), ""]
+                  _markdown(sub[cols]), ""]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     print("\n".join(lines))
     return path

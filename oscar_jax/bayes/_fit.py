@@ -261,7 +261,11 @@ def fit_bayes(data, model: str | ModelSpec = "oscar", *, prompt_effect: bool | s
     if fixed:
         notes.append(f"{fixed} coefficient(s) not supported by the design (B.2) are held at 0, not sampled")
     if not kind:
-        notes.append(f"no prompt effect: intervals {INDEPENDENCE_LABEL}")
+        share = shared_prompt_share(design)
+        cost = (f" — {share:.0%} of the records share a prompt, so they are too narrow here (on MT-Bench about "
+                "half the prompt-cluster sandwich's width); drop --no-prompt-effect / prompt_effect=False"
+                if share >= 0.5 else "")
+        notes.append(f"no prompt effect: intervals {INDEPENDENCE_LABEL}{cost}")
     if kind:
         notes.append(f"prompt effect ({'prompt × candidate' if kind == 'candidate' else 'slot shift'}): "
                      "q is averaged over prompts (E_z σ(h + γ̄ σ_u z)); s, γ, κ, β are on the "

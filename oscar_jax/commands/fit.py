@@ -60,9 +60,9 @@ def add_arguments(parser):
     parser.add_argument("--replicates", type=int, default=500,
                         help="bootstrap replicates for --ci bootstrap (default 500)")
     parser.add_argument("--no-prompt-effect", action="store_true",
-                        help="with --ci bayes: sample the model without the prompt × candidate effect (about 2× "
+                        help="with --ci bayes: sample the model without the prompt × candidate effect (much "
                              "faster; its intervals assume independent records and are too narrow under prompt "
-                             "dependence)")
+                             "dependence: on MT-Bench about half the sandwich's width)")
     parser.add_argument("--ridge", type=float, default=None, help="ridge λ (default 0.05)")
     parser.add_argument("--seed", type=int, default=0,
                         help="seed of the random second start and of the bootstrap/posterior (default 0)")
