@@ -128,7 +128,8 @@ class BayesResult:
     settings
         NUTS settings (chains, warm-up, draws, mass matrix, target acceptance).
     prompt_effect
-        Whether the prompt random effect σ_u z_g was in the model.
+        ``"candidate"`` (prompt × candidate effect), ``"slot"`` (slot shift per prompt) or
+        False (none: intervals assume independent records).
     idata
         ArviZ DataTree: ``posterior`` (sampled ``theta`` over the free coordinates,
         ``sigma_prompt``/``z_prompt`` with the prompt effect, and the derived ``s``,
@@ -147,7 +148,7 @@ class BayesResult:
     mask: np.ndarray
     priors: Priors
     settings: NutsSettings
-    prompt_effect: bool
+    prompt_effect: bool | str
     seed: int
     idata: xr.DataTree
     diagnostics: dict
