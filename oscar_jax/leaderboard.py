@@ -66,7 +66,9 @@ ELO_BASE = 1000.0
 ELO_SLOPE = 400.0 / math.log(10.0)  # Elo points per logit: odds 10:1 at a 400-point gap
 SCALES = ("logit", "elo")
 CI_SOURCES = ("sandwich", "model", "bootstrap", "bayes")
-CI_LABELS = {"sandwich": "prompt-cluster sandwich", "model": "model-based",
+# Said wherever model-based intervals are shown (one wording: oscar_jax.bayes.INDEPENDENCE_LABEL).
+INDEPENDENCE_NOTE = "assumes independent records; too narrow under prompt dependence"
+CI_LABELS = {"sandwich": "prompt-cluster sandwich", "model": f"model-based: {INDEPENDENCE_NOTE}",
              "bootstrap": "prompt bootstrap, percentile", "bayes": "posterior, equal-tailed"}
 
 
@@ -193,6 +195,8 @@ def _theta_draws(obj, layout, kind: str) -> tuple[np.ndarray, int]:
     if batch is not None and np.ndim(_lookup(batch, "theta")) == 2:
         found = np.asarray(_lookup(batch, "theta"), dtype=float)
         ok = _lookup(batch, "valid")
+    elif callable(getattr(obj, "population_theta", None)):
+        found = np.asarray(obj.population_theta(), dtype=float)  # BayesResult: prompt-averaged scale
     elif idata is not None and "theta" in getattr(idata, "posterior", {}):
         th = np.asarray(idata.posterior["theta"].values, dtype=float)
         th = th.reshape(-1, th.shape[-1])
@@ -249,8 +253,12 @@ def interval_source(kind: str):
     return fn
 
 
-def interval_draws(kind: str, result: FitResult, *, replicates: int = 500, seed: int = 0):
+def interval_draws(kind: str, result: FitResult, *, replicates: int = 500, seed: int = 0,
+                   prompt_effect: bool | None = None):
     """θ draws for ``--ci bootstrap`` / ``--ci bayes`` (see :func:`interval_source`).
+
+    ``prompt_effect`` (``bayes`` only): None for the posterior's default (the prompt ×
+    candidate effect when prompts carry more than one record), False to drop it.
 
     Each provider's result must expose ``theta`` (B, P) in the full-data fit's
     parametrization, and optionally ``ok`` (B,) flags: failed draws are left out and
@@ -275,6 +283,8 @@ def interval_draws(kind: str, result: FitResult, *, replicates: int = 500, seed:
             extra["full"] = result  # reuse the full-data fit: the point estimate stays this one
         out = fn(result.design, result.spec, replicates, seed, **extra)
     else:
+        if prompt_effect is not None and "prompt_effect" in params:
+            extra["prompt_effect"] = prompt_effect
         out = fn(result.design, result.spec, seed=seed, **extra)
     return _theta_draws(out, result.layout, kind)
 

@@ -11,6 +11,12 @@ within-prompt correlation ρ:
     η*_t = γ*_k (s*_a − s*_b) + c (β*_pos,k + β*_len,k L_g + β*_fam,k F_t)
     Y_t = 1{U_t < σ(η*_t)},  U_t = Φ(√ρ ε_g + √(1−ρ) ε_t)
 
+Optionally (``candidates_per_prompt`` m > 2, ``prompt_candidate_sd`` σ_pc > 0) a prompt
+shows m distinct candidates, every one of their m(m−1)/2 pairs is judged by every judge,
+and the prompt favours some candidates over others, as real prompts do (a coding question
+helps the coder): s*_{i,g} = s*_i + σ_pc w_{g,i}, w_{g,i} ~ N(0, 1). The defaults (m = 2,
+σ_pc = 0) are Appendix G exactly, bit for bit.
+
 :class:`SimParams` holds Table G1 by default and can be changed (more candidates or
 judges, other values). :func:`simulate` returns design arrays with one cell per record
 (static shapes, so replicates vmap) and the true targets.
@@ -28,6 +34,7 @@ import pandas as pd
 
 from . import _x64  # noqa: F401
 from .design import Design, DesignArrays, build_design
+from .prompt_average import marginal_win_prob
 
 __all__ = ["SimParams", "SimTruth", "SimData", "family_map_of", "simulate", "simulate_design", "simulate_frame", "TABLE_G1"]
 
@@ -37,7 +44,9 @@ class SimParams:
     """Generating parameters (Table G1 defaults). Arrays are stored as tuples (hashable).
 
     ``verbosity_offset`` gives ν_i = offset_i + verbosity_slope · s_i; by default
-    +0.8 for even and −0.8 for odd candidates.
+    +0.8 for even and −0.8 for odd candidates. ``candidates_per_prompt`` m: distinct
+    candidates shown per prompt, all their pairs judged (2: one pair, Appendix G).
+    ``prompt_candidate_sd`` σ_pc: sd of the prompt × candidate score effect (0: none).
     """
 
     s: tuple = tuple(np.linspace(-0.85, 0.85, 8).tolist())
@@ -54,6 +63,8 @@ class SimParams:
     length_divisor: float = 1.5
     c: float = 1.0
     rho: float = 0.6
+    candidates_per_prompt: int = 2
+    prompt_candidate_sd: float = 0.0
 
     def __post_init__(self):
         k = len(self.log_gamma)
@@ -69,6 +80,15 @@ class SimParams:
             raise ValueError(f"SimParams.verbosity_offset needs {m} entries")
         if not 0.0 <= self.rho <= 1.0:
             raise ValueError(f"SimParams.rho must lie in [0, 1], got {self.rho}")
+        if not 2 <= int(self.candidates_per_prompt) <= m:
+            raise ValueError(f"SimParams.candidates_per_prompt must lie in [2, {m}], got {self.candidates_per_prompt}")
+        if not (np.isfinite(self.prompt_candidate_sd) and self.prompt_candidate_sd >= 0.0):
+            raise ValueError(f"SimParams.prompt_candidate_sd must be a finite number ≥ 0, got {self.prompt_candidate_sd}")
+
+    @property
+    def pairs_per_prompt(self) -> int:
+        m = int(self.candidates_per_prompt)
+        return m * (m - 1) // 2
 
     @property
     def n_cand(self) -> int:
@@ -105,7 +125,7 @@ class SimTruth(NamedTuple):
     s: jax.Array        # (C,)
     gamma: jax.Array    # (K,)
     kappa: jax.Array    # (K,) γ* RMS(s*)
-    q: jax.Array        # (C, C) σ(γ̄* (s*_i − s*_j))
+    q: jax.Array        # (C, C) σ(γ̄* (s*_i − s*_j)), averaged over prompts when σ_pc > 0
     beta_pos: jax.Array
     beta_len: jax.Array
     beta_fam: jax.Array
@@ -124,6 +144,9 @@ def truth_of(params: SimParams) -> SimTruth:
     s, gamma = p["s"], p["gamma"]
     gbar = jnp.mean(gamma)
     q = jax.nn.sigmoid(gbar * (s[:, None] - s[None, :]))
+    if params.prompt_candidate_sd > 0:
+        # the prompt-averaged q: the pair's gap varies over prompts with sd √2 σ_pc
+        q = marginal_win_prob(gbar * (s[:, None] - s[None, :]), gbar, np.sqrt(2.0) * params.prompt_candidate_sd)
     # κ* = γ* RMS(s*) with s* centred: fitted scores sum to zero, so a user-supplied s* with
     # a non-zero mean is compared on the same footing (no change for Table G1).
     centred = s - jnp.mean(s)
@@ -135,8 +158,11 @@ def simulate(key, n_prompts: int, params: SimParams = TABLE_G1) -> SimData:
     """One simulated dataset of ``n_prompts`` prompts (N = K · n_prompts records).
 
     Pure and jit-able with ``n_prompts`` and ``params`` static; vmap over ``key`` for
-    replicates. Records are ordered prompt-major (record t = g·K + k).
+    replicates. Records are ordered prompt-major (record t = g·K + k; with m > 2
+    candidates per prompt, t = (g·P + pair)·K + k, P = m(m−1)/2).
     """
+    if params.candidates_per_prompt != 2 or params.prompt_candidate_sd > 0:
+        return _simulate_prompt_candidate(key, n_prompts, params)
     p = params.arrays()
     m, n_j = params.n_cand, params.n_judge
     g = n_prompts
@@ -153,16 +179,21 @@ def simulate(key, n_prompts: int, params: SimParams = TABLE_G1) -> SimData:
     judge = jnp.tile(jnp.arange(n_j, dtype=jnp.int32), g)
     prompt = jnp.repeat(jnp.arange(g, dtype=jnp.int32), n_j)
     ra, rb, rl = a[prompt], b[prompt], length[prompt]
+    arrays, y = _records(p, params, judge, prompt, ra, rb, rl, p["s"][ra] - p["s"][rb], k_cl, k_ind, g)
+    return SimData(arrays=arrays, y=y, prompt=prompt, more_verbose_first=nu[a] > nu[b], truth=truth_of(params))
+
+
+def _records(p, params: SimParams, judge, prompt, ra, rb, rl, gap, k_cl, k_ind, n_prompts: int):
+    """Verdicts of every record (η* with the score gap ``gap``, Gaussian copula per prompt) as DesignArrays."""
     jf, cf = p["judge_family"][judge], p["candidate_family"]
     fam = (cf[ra] == jf).astype(jnp.float64) - (cf[rb] == jf).astype(jnp.float64)
-    eta = (p["gamma"][judge] * (p["s"][ra] - p["s"][rb])
+    eta = (p["gamma"][judge] * gap
            + params.c * (p["beta_pos"][judge] + p["beta_len"][judge] * rl + p["beta_fam"][judge] * fam))
-    eps_cl = jax.random.normal(k_cl, (g,))
-    eps_ind = jax.random.normal(k_ind, (g * n_j,))
+    n = judge.shape[0]
+    eps_cl = jax.random.normal(k_cl, (n_prompts,))
+    eps_ind = jax.random.normal(k_ind, (n,))
     u = jax.scipy.stats.norm.cdf(jnp.sqrt(params.rho) * eps_cl[prompt] + jnp.sqrt(1.0 - params.rho) * eps_ind)
     y = (u < jax.nn.sigmoid(eta)).astype(jnp.float64)
-
-    n = g * n_j
     stats = jnp.stack([jnp.ones(n), y, jnp.zeros(n)], axis=1)
     arrays = DesignArrays(
         a=ra.astype(jnp.int32), b=rb.astype(jnp.int32), k=judge,
@@ -170,7 +201,35 @@ def simulate(key, n_prompts: int, params: SimParams = TABLE_G1) -> SimData:
         stats=stats,
         pair_cell=jnp.arange(n, dtype=jnp.int32), pair_g=prompt, pair_stats=stats,
     )
-    return SimData(arrays=arrays, y=y, prompt=prompt, more_verbose_first=nu[a] > nu[b], truth=truth_of(params))
+    return arrays, y
+
+
+def _simulate_prompt_candidate(key, n_prompts: int, params: SimParams) -> SimData:
+    """:func:`simulate` with m candidates per prompt and prompt × candidate effects."""
+    p = params.arrays()
+    m, n_j, mp = params.n_cand, params.n_judge, int(params.candidates_per_prompt)
+    g = n_prompts
+    k_pick, k_swap, k_len, k_cl, k_ind, k_w = jax.random.split(jax.random.fold_in(key, 19), 6)
+    shown = jnp.argsort(jax.random.uniform(k_pick, (g, m)), axis=1)[:, :mp]   # m distinct candidates per prompt
+    ii, jj = np.triu_indices(mp, 1)
+    n_pair = len(ii)
+    a, b = shown[:, ii].reshape(-1), shown[:, jj].reshape(-1)                   # (g·P,) prompt-major
+    nu = p["verbosity"]
+    swap = (nu[a] < nu[b]) & (jax.random.uniform(k_swap, a.shape) < params.swap_prob)
+    a, b = jnp.where(swap, b, a), jnp.where(swap, a, b)
+    length = (nu[a] - nu[b] + params.length_noise_sd * jax.random.normal(k_len, a.shape)) / params.length_divisor
+    w = params.prompt_candidate_sd * jax.random.normal(k_w, (g, m))               # s*_{i,g} − s*_i
+
+    n_rows = g * n_pair
+    judge = jnp.tile(jnp.arange(n_j, dtype=jnp.int32), n_rows)
+    row = jnp.repeat(jnp.arange(n_rows), n_j)
+    prompt = (row // n_pair).astype(jnp.int32)
+    ra, rb, rl = a[row], b[row], length[row]
+    gap = p["s"][ra] - p["s"][rb] + w[prompt, ra] - w[prompt, rb]
+    arrays, y = _records(p, params, judge, prompt, ra, rb, rl, gap, k_cl, k_ind, g)
+    first = jnp.arange(g) * n_pair
+    return SimData(arrays=arrays, y=y, prompt=prompt, more_verbose_first=nu[a[first]] > nu[b[first]],
+                   truth=truth_of(params))
 
 
 simulate_jit = jax.jit(simulate, static_argnames=("n_prompts", "params"))

@@ -12,7 +12,8 @@ from .results import FitResult
 
 __all__ = ["fit_report", "header", "leaderboard_text", "judges_text", "scored_leaderboard", "win_text"]
 
-_CI_NAME = {"sandwich": "prompt-cluster sandwich", "model": "model-based"}
+_CI_NAME = {"sandwich": "prompt-cluster sandwich",
+            "model": "model-based: assumes independent records; too narrow under prompt dependence"}
 
 
 def _check_status(failed: list, flagged: bool) -> str:

@@ -88,6 +88,7 @@ def test_board_columns_order_and_rank_ub(result):
     assert board.votes.tolist() == [result.design.counts["candidate_votes"][c] for c in board.candidate]
     text = arena_text(board)
     assert "90% CI (+x/−y)" in text and "Rank (UB)" in text and "model-based" in text
+    assert "assumes independent records; too narrow under prompt dependence" in text
 
 
 def test_text_has_arena_columns_and_pm_intervals(result):

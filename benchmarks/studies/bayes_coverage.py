@@ -1,15 +1,24 @@
-"""Coverage of 95% credible intervals for q_ij on Appendix G datasets, with and without
+"""Coverage of 95% credible intervals for q_ij on simulated datasets, with and without
 the prompt random effect, next to the point fit's sandwich and model-based intervals.
 
-Each replicate draws one Appendix G dataset (Table G1, c = 1, ρ = 0.6 by default) with
-``oscar_jax.simulate``, fits the Bayesian OSCAR model with NUTS twice (plain; prompt
-effect σ_u z_g) and the penalized point fit once, and records, over the 28 candidate
-pairs, whether each 95% interval for q_ij contains the true q*_ij. Per-replicate rows are
-appended to a CSV as they finish (``--resume`` continues an interrupted study); the
-Markdown table in ``benchmarks/results/bayes_coverage.md`` summarizes the CSV.
+Two dependence structures (``--structure``):
 
-    python benchmarks/studies/bayes_coverage.py --reps 50 --n-prompts 500     # N = 2500
-    python benchmarks/studies/bayes_coverage.py --quick                      # smoke run
+* ``copula`` — Appendix G (Table G1, c = 1, ρ = 0.6): one pair per prompt judged by every
+  judge, verdicts tied by a Gaussian copula per prompt.
+* ``candidate`` — prompt × candidate effects: 3 candidates per prompt, all 3 pairs judged
+  by every judge, s*_{i,g} = s*_i + σ_pc w_{g,i} (σ_pc = 0.5), no copula (ρ = 0); the
+  truth is the prompt-averaged q*.
+
+Each replicate draws one dataset with ``oscar_jax.simulate``, fits the Bayesian OSCAR
+model with NUTS (``--bayes``: plain, prompt × candidate effect, slot shift) and the
+penalized point fit once, and records, over the 28 candidate pairs, whether each 95%
+interval for q_ij contains the true q*_ij. Per-replicate rows are appended to a CSV as
+they finish (``--resume`` continues an interrupted study); the Markdown table
+``benchmarks/results/<csv stem>.md`` summarizes the CSV.
+
+    python benchmarks/studies/bayes_coverage.py --reps 50                      # Appendix G, N = 2500
+    python benchmarks/studies/bayes_coverage.py --reps 50 --structure candidate --out benchmarks/results/bayes_coverage_candidate.csv
+    python benchmarks/studies/bayes_coverage.py --quick                        # smoke run
 """
 
 from __future__ import annotations
@@ -31,13 +40,17 @@ from oscar_jax.core import fit_core_jit
 from oscar_jax.derivatives import column_mask
 from oscar_jax.params import Layout
 from oscar_jax.sandwich import covariances, delta_se, targets
-from oscar_jax.simulate import TABLE_G1, simulate_jit
+from oscar_jax.simulate import TABLE_G1, SimParams, simulate_jit
 from oscar_jax.spec import parse_model
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 Z95 = 1.959963984540054
 FIELDS = ["rep", "seed", "n_records", "method", "coverage", "coverage_eti", "q_rmse", "mean_width",
           "max_rhat", "min_ess", "divergences", "mean_steps", "sigma_mean", "seconds"]
+
+BAYES = {"plain": ("bayes_plain", False), "prompt": ("bayes_prompt", "candidate"), "slot": ("bayes_slot", "slot")}
+STRUCTURES = {"copula": (TABLE_G1, 500),
+              "candidate": (SimParams(rho=0.0, candidates_per_prompt=3, prompt_candidate_sd=0.5), 150)}
 
 covariances_jit = jax.jit(covariances, static_argnames=("layout", "n_clusters"))
 
@@ -60,8 +73,12 @@ def point_intervals(sim, layout, n_prompts, ridge):
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--reps", type=int, default=50)
-    parser.add_argument("--n-prompts", type=int, default=500, help="prompts per dataset (N = 5 × prompts)")
-    parser.add_argument("--rho", type=float, default=TABLE_G1.rho)
+    parser.add_argument("--structure", choices=sorted(STRUCTURES), default="copula",
+                        help="dependence structure: Appendix G copula or prompt × candidate effects")
+    parser.add_argument("--n-prompts", type=int, default=None,
+                        help="prompts per dataset (default 500 for copula, N = 2500; 150 for candidate, N = 2250)")
+    parser.add_argument("--rho", type=float, default=None, help="copula correlation (default: the structure's)")
+    parser.add_argument("--bayes", default="plain,prompt", help="Bayesian models to fit: plain, prompt, slot")
     parser.add_argument("--chains", type=int, default=2)
     parser.add_argument("--warmup", type=int, default=600)
     parser.add_argument("--draws", type=int, default=600)
@@ -73,7 +90,12 @@ def main(argv=None) -> int:
     if args.quick:
         args.reps, args.n_prompts, args.warmup, args.draws = 2, 60, 60, 60
         args.out = str(Path(args.out).with_name("bayes_coverage_quick.csv"))
-    params = TABLE_G1.with_controls(rho=args.rho)
+    base, default_prompts = STRUCTURES[args.structure]
+    if args.n_prompts is None:
+        args.n_prompts = default_prompts
+    params = base.with_controls(rho=args.rho)
+    args.rho = params.rho
+    models = [BAYES[m.strip()] for m in args.bayes.split(",") if m.strip()]
     spec = parse_model("oscar")
     layout = Layout(params.n_cand, params.n_judge, 0, 0, spec.structure())
     priors = Priors().resolved(spec.ridge)
@@ -84,7 +106,7 @@ def main(argv=None) -> int:
     done = set()
     if args.resume and out.exists():
         with out.open() as fh:
-            done = {int(r["rep"]) for r in csv.DictReader(fh) if r["method"] == "bayes_prompt"}
+            done = {int(r["rep"]) for r in csv.DictReader(fh) if r["method"] == models[-1][0]}
     new_file = not out.exists() or not args.resume
     with out.open("w" if new_file else "a", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=FIELDS)
@@ -109,12 +131,14 @@ def main(argv=None) -> int:
                              "sigma_mean": np.nan, "seconds": time.perf_counter() - start})
             mask = np.asarray(column_mask(sim.arrays, sim.arrays.stats, layout))
             free = jnp.asarray(np.flatnonzero(mask), jnp.int32)
-            for name, pe, key in (("bayes_plain", False, k_plain), ("bayes_prompt", True, k_prompt)):
+            for name, pe in models:
+                key = k_plain if not pe else k_prompt
                 start = time.perf_counter()
                 data = model_data(sim.arrays, mask, priors, layout, prompt_effect=pe)
                 draws = sample_posterior_jit(key, data, layout=layout, n_clusters=args.n_prompts if pe else None,
                                              settings=settings)
-                t = targets_of_draws(draws.theta, draws.sigma, free, layout)
+                diff_sd = np.asarray(draws.sigma) * (np.sqrt(2.0) if pe == "candidate" else 1.0)
+                t = targets_of_draws(draws.theta, diff_sd, free, layout)
                 q = np.asarray(t.q)[..., iu[0], iu[1]]                  # (chains, draws, 28)
                 hdi = np.asarray(array_stats.hdi(q, 0.95, axis=(0, 1)))  # (28, 2)
                 eti = np.quantile(q.reshape(-1, q.shape[-1]), [0.025, 0.975], axis=0)
@@ -130,7 +154,7 @@ def main(argv=None) -> int:
                              "mean_steps": float(np.asarray(draws.n_steps).mean()),
                              "sigma_mean": float(np.asarray(draws.sigma).mean()) if pe else np.nan,
                              "seconds": time.perf_counter() - start})
-                if pe:
+                if pe and args.structure == "copula":
                     # the prompt-conditional q (z_g = 0), which the prompt-averaged q replaces
                     h = np.asarray(t.gamma_bar)[..., None] * (np.asarray(t.s)[..., iu[0]] - np.asarray(t.s)[..., iu[1]])
                     qc = 1.0 / (1.0 + np.exp(-h))
@@ -157,12 +181,16 @@ def write_markdown(csv_path: Path, args, settings: NutsSettings) -> Path:
 
     frame = pd.read_csv(csv_path)
     reps = frame["rep"].nunique()
+    n = int(frame["n_records"].iloc[0])
     labels = {"point_sandwich": "point fit, prompt-cluster sandwich (Eq. 10)",
               "point_model": "point fit, model-based",
               "bayes_plain": "Bayesian, plain (95% HDI)",
-              "bayes_prompt": "Bayesian + prompt effect, prompt-averaged q (95% HDI)",
+              "bayes_prompt": "Bayesian + prompt × candidate effect, prompt-averaged q (95% HDI)",
+              "bayes_slot": "Bayesian + slot shift per prompt (older model), prompt-averaged q (95% HDI)",
               "bayes_prompt_conditional": "Bayesian + prompt effect, prompt-conditional q (z = 0)"}
-    lines = [f"# Coverage of 95% intervals for q_ij — Appendix G, N = {5 * args.n_prompts}, "
+    what = ("Appendix G" if args.structure == "copula" else
+            "prompt × candidate effects (3 candidates per prompt, σ_pc = 0.5)")
+    lines = [f"# Coverage of 95% intervals for q_ij — {what}, N = {n}, "
              f"ρ = {args.rho}, {reps} datasets × 28 pairs",
              "",
              f"NUTS: {settings.chains} chains × ({settings.warmup} warm-up + {settings.draws} draws), "
@@ -185,7 +213,7 @@ def write_markdown(csv_path: Path, args, settings: NutsSettings) -> Path:
     sig = frame[frame.method == "bayes_prompt"].sigma_mean
     if len(sig):
         lines += ["", f"Posterior mean σ_u: {sig.mean():.3f} (range {sig.min():.3f}–{sig.max():.3f})."]
-    path = RESULTS / "bayes_coverage.md"
+    path = csv_path.with_suffix(".md")
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     print("\n".join(lines))
     return path

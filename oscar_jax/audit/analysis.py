@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from .. import _x64  # noqa: F401
+from ..convergence import rhat_flag
 from ..report import current_width, fill, fmt_ci, render_table
 from ..validate import OscarInputError, check_choice, check_ci_prob, check_positive_int
 from .bayes import BayesResult, fit_bayes
@@ -177,7 +178,7 @@ class AuditResult:
             lines.append(render_table(block.reset_index(drop=True), cols, width=width))
         if self.bayes is not None:
             dg = self.bayes.diagnostics
-            rh = "–" if dg["max_r_hat"] is None else f"{dg['max_r_hat']:.3f}"
+            rh = "–" if dg["max_r_hat"] is None else f"{dg['max_r_hat']:.3f} ({rhat_flag(dg['max_r_hat'])})"
             lines += ["", (f"Bayesian model ({self.bayes.scale}; item effects"
                            f"{' and item × condition interaction' if self.bayes.interaction else ''}): "
                            f"{dg['num_chains']} chains × {dg['n_draws'] // max(dg['num_chains'], 1)} draws, "

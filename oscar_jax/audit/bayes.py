@@ -41,6 +41,7 @@ from numpyro.distributions import constraints
 from numpyro.infer import MCMC, NUTS
 
 from .. import _x64  # noqa: F401
+from ..convergence import rhat_message, rhat_ok
 from ..validate import OscarInputError, check_choice, check_ci_prob, check_positive_int
 from .data import AuditData
 
@@ -325,8 +326,8 @@ def fit_bayes(data: AuditData, reference: str, *, others=None, seed: int = 0, nu
                    "num_warmup": num_warmup, "num_chains": num_chains}
     if diagnostics["divergences"]:
         notes.append(f"{diagnostics['divergences']} divergent transitions; consider more warm-up")
-    if diagnostics["max_r_hat"] is not None and diagnostics["max_r_hat"] > 1.05:
-        notes.append(f"max R̂ = {diagnostics['max_r_hat']:.3f} > 1.05: chains disagree; run longer")
+    if not rhat_ok(diagnostics["max_r_hat"]):
+        notes.append(rhat_message(diagnostics["max_r_hat"]))
     return BayesResult(kind=data.kind, conditions=tuple(names), reference=names[ref], delta=delta, summary=table,
                        hyper=hyper, diagnostics=diagnostics, interaction=bool(interaction), ci_prob=ci_prob,
                        notes=tuple(notes))

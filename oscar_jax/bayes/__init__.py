@@ -8,14 +8,19 @@ The model reuses the point fit's parametrization and likelihood (``derivatives.l
 >>> post.leaderboard(); post.judges(); post.judge_comparisons(); post.diagnostics
 """
 
-from ._fit import MAX_STORED_PROMPTS, fit_bayes, to_datatree
+from ._fit import INDEPENDENCE_LABEL, MAX_STORED_PROMPTS, default_prompt_effect, fit_bayes, to_datatree
 from ._io import load_idata, plot_forest, plot_judges, save_idata
 from ._model import (
+    PROMPT_EFFECTS,
+    CandidateEffectIndex,
     ModelData,
     Priors,
+    candidate_effects,
     model_data,
     oscar_model,
     prior_scales,
+    prompt_candidate_index,
+    prompt_candidate_loss,
     prompt_loss,
     theta_from_unconstrained,
     unconstrained_from_theta,
@@ -25,14 +30,19 @@ from ._sampler import (Draws, NutsSettings, marginal_win_prob, posterior_targets
                        sample_many, sample_posterior_jit, targets_of_draws)
 
 __all__ = [
+    "INDEPENDENCE_LABEL",
+    "PROMPT_EFFECTS",
     "BayesResult",
+    "CandidateEffectIndex",
     "BayesWarning",
     "Draws",
     "MAX_STORED_PROMPTS",
     "ModelData",
     "NutsSettings",
     "Priors",
+    "candidate_effects",
     "compute_diagnostics",
+    "default_prompt_effect",
     "fit_bayes",
     "load_idata",
     "marginal_win_prob",
@@ -42,6 +52,8 @@ __all__ = [
     "plot_judges",
     "posterior_targets",
     "prior_scales",
+    "prompt_candidate_index",
+    "prompt_candidate_loss",
     "prompt_loss",
     "sample_posterior",
     "sample_many",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 
 import arviz_base
@@ -12,18 +13,51 @@ from .. import _x64  # noqa: F401
 from ..derivatives import column_mask
 from ..design import Design
 from ..fit import as_design
+from ..leaderboard import INDEPENDENCE_NOTE
 from ..params import Layout
 from ..spec import ModelSpec, parse_model
 from ..validate import OscarInputError, check_ci_prob
-from ._model import Priors, model_data
+from ._model import Priors, _effect_kind, model_data
 from ._result import BayesResult, compute_diagnostics
-from ._sampler import Draws, NutsSettings, sample_posterior_jit, targets_of_draws
+from ._sampler import Draws, NutsSettings, progress_reporter, sample_posterior_jit, targets_of_draws
 
-__all__ = ["fit_bayes", "to_datatree", "MAX_STORED_PROMPTS"]
+__all__ = ["fit_bayes", "to_datatree", "MAX_STORED_PROMPTS", "default_prompt_effect", "shared_prompt_share",
+           "INDEPENDENCE_LABEL"]
+
+# Printed wherever an interval comes from a model that treats records as independent.
+INDEPENDENCE_LABEL = INDEPENDENCE_NOTE
 
 # Without an explicit choice the per-prompt effects z_g are kept in the DataTree only for
 # up to this many prompts: at 4 × 1000 draws, 2000 prompts already take 64 MB.
 MAX_STORED_PROMPTS = 2000
+
+
+def shared_prompt_share(design: Design) -> float:
+    """Share of the (weighted) records whose prompt carries more than one record's weight."""
+    g = np.asarray(design.arrays.pair_g)
+    w = np.asarray(design.arrays.pair_stats)[:, 0]
+    per_prompt = np.bincount(g, weights=w, minlength=design.n_clusters)
+    # a prompt with a single unit-weight record has weight 1; 1 + 1e-9 keeps rounding out
+    return float(per_prompt[per_prompt > 1.0 + 1e-9].sum() / max(per_prompt.sum(), 1e-300))
+
+
+def default_prompt_effect(design: Design) -> str | bool:
+    """The prompt × candidate effect ("candidate") when prompts carry more than one record, else False.
+
+    "Carry more than one record" means: at least half of the records share their prompt
+    with another record (MT-Bench: all; UltraFeedback and Chatbot Arena, ≈ 1.1 records per
+    prompt: few). Where records are mostly alone in their prompt there is little
+    within-prompt dependence to model, the effect is only noise on each record's logit,
+    informed by the few shared prompts, and the plain model's intervals agree with the
+    cluster sandwich's (see docs/bayes.md).
+    """
+    return "candidate" if shared_prompt_share(design) >= 0.5 else False
+
+
+def _progress_wanted(show_progress: bool | None) -> bool:
+    if show_progress is not None:
+        return bool(show_progress)
+    return os.environ.get("OSCAR_PROGRESS") not in ("0", "false", "no", "")
 
 
 def _pair_labels(names) -> list[str]:
@@ -31,7 +65,7 @@ def _pair_labels(names) -> list[str]:
     return [f"{names[i]} vs {names[j]}" for i in range(c) for j in range(i + 1, c)]
 
 
-def to_datatree(draws: Draws, design: Design, layout: Layout, mask: np.ndarray, *, prompt_effect: bool,
+def to_datatree(draws: Draws, design: Design, layout: Layout, mask: np.ndarray, *, prompt_effect: bool | str,
                 keep_prompt_effects: bool, attrs: dict | None = None):
     """ArviZ DataTree (``posterior``, ``sample_stats``) with named coordinates.
 
@@ -42,7 +76,11 @@ def to_datatree(draws: Draws, design: Design, layout: Layout, mask: np.ndarray, 
     mask = np.asarray(mask)
     free = np.flatnonzero(mask > 0)
     labels = np.asarray(layout.theta_labels(design.candidates, design.judges, design.covariates))[free]
-    t = targets_of_draws(draws.theta, draws.sigma, jax.numpy.asarray(free, jax.numpy.int32), layout)
+    kind = _effect_kind(prompt_effect)
+    # the sd of a pair's score difference over prompts: σ_u for the slot shift, √2 σ_u for
+    # the prompt × candidate effect (u_{g,i} − u_{g,j} with zero-sum u_g)
+    diff_sd = draws.sigma * (np.sqrt(2.0) if kind == "candidate" else 1.0)
+    t = targets_of_draws(draws.theta, diff_sd, jax.numpy.asarray(free, jax.numpy.int32), layout)
     t = jax.tree_util.tree_map(np.asarray, t)
     c = design.n_cand
     iu = np.triu_indices(c, 1)
@@ -69,12 +107,16 @@ def to_datatree(draws: Draws, design: Design, layout: Layout, mask: np.ndarray, 
               "pair": _pair_labels(design.candidates)}
     if design.covariates:
         coords["covariate"] = list(design.covariates)
-    if prompt_effect:
+    constant = _split_constants(posterior, dims, coords, design)
+    if kind:
         posterior["sigma_prompt"] = np.asarray(draws.sigma)
         if keep_prompt_effects:
             posterior["z_prompt"] = np.asarray(draws.z)
-            dims["z_prompt"] = ["prompt"]
-            coords["prompt"] = [str(p) for p in design.prompts]
+            if kind == "slot":
+                dims["z_prompt"] = ["prompt"]
+                coords["prompt"] = [str(p) for p in design.prompts]
+            else:  # Helmert coordinates ζ: no natural label, one per (prompt, candidate) occurrence beyond the first
+                dims["z_prompt"] = ["prompt_contrast"]
     steps = np.asarray(draws.n_steps)
     sample_stats = {
         "diverging": np.asarray(draws.diverging, bool),
@@ -86,16 +128,47 @@ def to_datatree(draws: Draws, design: Design, layout: Layout, mask: np.ndarray, 
         "acceptance_rate": np.asarray(draws.accept),
         "step_size": np.broadcast_to(np.asarray(draws.step_size)[:, None], steps.shape).copy(),
     }
-    return arviz_base.from_dict({"posterior": posterior, "sample_stats": sample_stats}, dims=dims, coords=coords,
-                                attrs={"posterior": dict(attrs or {})})
+    groups = {"posterior": posterior, "sample_stats": sample_stats}
+    if constant:
+        groups["constant_data"] = constant
+    return arviz_base.from_dict(groups, dims=dims, coords=coords, attrs={"posterior": dict(attrs or {})})
 
 
-def fit_bayes(data, model: str | ModelSpec = "oscar", *, prompt_effect: bool = False, priors: Priors | None = None,
+def _split_constants(posterior: dict, dims: dict, coords: dict, design: Design) -> dict:
+    """Move judge entries that are constants (γ_ref ≡ 1, coefficients B.2 holds at 0) out of the posterior.
+
+    A constant has no R-hat (0/0: NaN rows and RuntimeWarnings in ``az.summary``). Such a
+    variable keeps only its varying judges in the posterior, on its own dim
+    ``judge_<variable>``; the constants go to ``constant_data`` as ``<variable>_fixed``
+    over ``judge_<variable>_fixed``. :meth:`BayesResult.draws` puts them back together.
+    """
+    constant = {}
+    judges = np.asarray(design.judges, dtype=object)
+    for name in [n for n, d in dims.items() if d and d[0] == "judge"]:
+        x = np.asarray(posterior[name])
+        flat = x.reshape(x.shape[0] * x.shape[1], x.shape[2], -1)
+        fixed = np.all(flat == flat[:1], axis=(0, 2))
+        if not fixed.any():
+            continue
+        dim = f"judge_{name}"
+        dims[f"{name}_fixed"] = [f"{dim}_fixed"] + dims[name][1:]
+        coords[f"{dim}_fixed"] = list(judges[fixed])
+        if fixed.all():  # nothing of it is sampled: the tables show it as not estimated
+            del posterior[name], dims[name]
+        else:
+            posterior[name] = x[:, :, ~fixed]
+            dims[name] = [dim] + dims[name][1:]
+            coords[dim] = list(judges[~fixed])
+        constant[f"{name}_fixed"] = flat[0, fixed].reshape((int(fixed.sum()),) + x.shape[3:])
+    return constant
+
+
+def fit_bayes(data, model: str | ModelSpec = "oscar", *, prompt_effect: bool | str | None = None, priors: Priors | None = None,
               ridge: float | None = None, chains: int = 4, warmup: int = 1000, draws: int = 1000, seed: int = 0,
               target_accept: float = 0.9, dense_mass: bool = True, max_tree_depth: int = 10,
               reference_judge: str | None = None, family_map=None, covariates=(), schema: str | None = None,
               bothbad: str = "tie", ci_prob: float = 0.95, keep_prompt_effects: bool | None = None,
-              warn: bool = True) -> BayesResult:
+              warn: bool = True, show_progress: bool | None = None) -> BayesResult:
     """Bayesian OSCAR: NUTS on the point fit's likelihood with Normal(0, 1/λ) priors.
 
     Parameters
@@ -107,9 +180,16 @@ def fit_bayes(data, model: str | ModelSpec = "oscar", *, prompt_effect: bool = F
         the data cannot support are dropped with a note, and B.2 column selection on the
         full data decides which coefficients are sampled (the others stay at 0).
     prompt_effect
-        Add the prompt random effect η = γ_k (s_a − s_b + σ_u z_g) + bias, z_g ~ N(0, 1),
-        σ_u ~ HalfNormal: records of one prompt share z_g, which is how the model
-        accounts for within-prompt dependence. q is then reported averaged over prompts.
+        ``None`` (default): the prompt × candidate effect when some prompt carries more
+        than one record, else none (:func:`default_prompt_effect`). ``True`` or
+        ``"candidate"``: s_{i,g} = s_i + σ_u u_{g,i}, u_g ~ N(0, I − 11ᵀ/m_g) over the m_g
+        candidates of prompt g, σ_u ~ HalfNormal, so a prompt may favour some candidates
+        (a coding question helps the coder) and records of one prompt share that
+        preference. ``"slot"``: the older single shift σ_u z_g of the slot-A score per
+        prompt, which expresses only a prompt-level push to one display slot (it
+        reproduces the Appendix G copula, not real prompts). ``False``: records are
+        independent given θ; intervals are then too narrow under prompt dependence.
+        With an effect, q is reported averaged over prompts.
     priors
         Prior scales (:class:`Priors`); unset scales default to 1/√λ.
     ridge
@@ -134,6 +214,10 @@ def fit_bayes(data, model: str | ModelSpec = "oscar", *, prompt_effect: bool = F
         Store the (chains, draws, G) z_g in the DataTree (default: when G ≤ 2000).
     warn
         Issue a :class:`BayesWarning` for each failed diagnostic.
+    show_progress
+        NUTS progress of chain 0: a tqdm bar on a terminal, a line on stderr every 30 s
+        otherwise (``None``, the default; ``OSCAR_PROGRESS=0`` silences it), always
+        (``True``) or never (``False``).
 
     Returns
     -------
@@ -149,8 +233,8 @@ def fit_bayes(data, model: str | ModelSpec = "oscar", *, prompt_effect: bool = F
     ['rank', 'candidate', 'score']
     """
     ci_prob = check_ci_prob(ci_prob)
-    if not isinstance(prompt_effect, (bool, np.bool_)):
-        raise OscarInputError(f"prompt_effect must be True or False, got {prompt_effect!r}")
+    if prompt_effect is not None:
+        _effect_kind(prompt_effect)
     if priors is None:
         priors = Priors()
     elif not isinstance(priors, Priors):
@@ -158,40 +242,54 @@ def fit_bayes(data, model: str | ModelSpec = "oscar", *, prompt_effect: bool = F
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise OscarInputError(f"seed must be an integer ≥ 0, got {seed!r}")
     settings = NutsSettings(chains=chains, warmup=warmup, draws=draws, dense_mass=bool(dense_mass),
-                            target_accept=float(target_accept), max_tree_depth=max_tree_depth)
+                            target_accept=float(target_accept), max_tree_depth=max_tree_depth,
+                            progress=_progress_wanted(show_progress))
     design = as_design(data, schema=schema, reference_judge=reference_judge, family_map=family_map,
                        covariates=covariates, bothbad=bothbad)
     spec = parse_model(model, ridge)
     eff, notes = design.effective_spec(spec)
     layout = design.layout(eff)
     resolved = priors.resolved(eff.ridge)
-    if prompt_effect and design.n_clusters < 2:
+    if prompt_effect is None:
+        prompt_effect = default_prompt_effect(design)
+    kind = _effect_kind(prompt_effect)
+    prompt_effect = kind or False
+    if kind and design.n_clusters < 2:
         raise OscarInputError(f"the prompt effect needs at least two prompts; the data have {design.n_clusters}")
     mask = np.asarray(column_mask(design.arrays, design.arrays.stats, layout))
     fixed = int((mask == 0).sum())
     if fixed:
         notes.append(f"{fixed} coefficient(s) not supported by the design (B.2) are held at 0, not sampled")
-    if prompt_effect:
-        notes.append("prompt effect: q is averaged over prompts (E_z σ(h + γ̄ σ_u z)); s, γ, κ, β are on the "
+    if not kind:
+        share = shared_prompt_share(design)
+        cost = (f" — {share:.0%} of the records share a prompt, so they are too narrow here (on MT-Bench about "
+                "half the prompt-cluster sandwich's width); drop --no-prompt-effect / prompt_effect=False"
+                if share >= 0.5 else "")
+        notes.append(f"no prompt effect: intervals {INDEPENDENCE_LABEL}{cost}")
+    if kind:
+        notes.append(f"prompt effect ({'prompt × candidate' if kind == 'candidate' else 'slot shift'}): "
+                     "q is averaged over prompts (E_z σ(h + γ̄ σ_u z)); s, γ, κ, β are on the "
                      "prompt-conditional scale, larger in magnitude than the point fit's")
     keep = (design.n_clusters <= MAX_STORED_PROMPTS) if keep_prompt_effects is None else bool(keep_prompt_effects)
-    n_clusters = design.n_clusters if prompt_effect else None
+    n_clusters = design.n_clusters if kind else None
     md = model_data(design.arrays, mask, resolved, layout, prompt_effect=prompt_effect)
     start = time.perf_counter()
-    out = sample_posterior_jit(jax.random.PRNGKey(int(seed)), md, layout=layout, n_clusters=n_clusters,
-                               settings=settings)
-    out = jax.block_until_ready(out)
+    with progress_reporter(settings, desc=f"NUTS {eff.name}"):
+        out = sample_posterior_jit(jax.random.PRNGKey(int(seed)), md, layout=layout, n_clusters=n_clusters,
+                                   settings=settings)
+        out = jax.block_until_ready(out)
     elapsed = time.perf_counter() - start
-    attrs = {"oscar_model": eff.name, "prompt_effect": int(prompt_effect), "seed": int(seed),
+    attrs = {"oscar_model": eff.name, "prompt_effect": kind or "none", "seed": int(seed),
              "target_accept": settings.target_accept, "dense_mass": int(settings.dense_mass),
              "inference_library": "numpyro", "sampler": "NUTS (vectorized chains)"}
     idata = to_datatree(out, design, layout, mask, prompt_effect=prompt_effect, keep_prompt_effects=True,
                         attrs=attrs)
     diagnostics = compute_diagnostics(idata, settings)
-    if prompt_effect and not keep:
-        idata["posterior"] = idata.posterior.to_dataset().drop_vars(["z_prompt", "prompt"])
+    if kind and not keep:
+        ds = idata.posterior.to_dataset()
+        idata["posterior"] = ds.drop_vars([v for v in ("z_prompt", "prompt") if v in ds.variables])
     result = BayesResult(design=design, spec=spec, effective_spec=eff, layout=layout, mask=mask, priors=resolved,
-                         settings=settings, prompt_effect=bool(prompt_effect), seed=int(seed), idata=idata,
+                         settings=settings, prompt_effect=prompt_effect, seed=int(seed), idata=idata,
                          diagnostics=diagnostics, notes=tuple(design.notes) + tuple(notes), ci_prob=ci_prob,
                          timing={"sampling_s_including_compile": elapsed})
     if warn:

@@ -29,8 +29,13 @@ from ..model import local_index, local_loss
 from ..params import Layout
 from ..validate import OscarInputError
 
-__all__ = ["Priors", "ModelData", "oscar_model", "prompt_loss", "prompt_prior", "model_data", "prior_scales",
-           "theta_from_unconstrained", "unconstrained_from_theta"]
+__all__ = ["Priors", "ModelData", "CandidateEffectIndex", "PROMPT_EFFECTS", "oscar_model", "prompt_loss",
+           "prompt_candidate_loss", "prompt_candidate_index", "candidate_effects", "prompt_prior", "model_data",
+           "prior_scales", "theta_from_unconstrained", "unconstrained_from_theta"]
+
+# Prompt random effects: "candidate" is s_{i,g} = s_i + σ_u u_{g,i} (prompt × candidate);
+# "slot" is the older single shift σ_u z_g of the slot-A score per prompt, kept for comparison.
+PROMPT_EFFECTS = ("candidate", "slot")
 
 _BLOCKS = ("u", "v", "pos", "len", "fam", "cov", "tau")
 
@@ -57,7 +62,9 @@ class Priors:
         sd of the Davidson tie parameters τ_k.
     sigma_prompt
         Scale of the HalfNormal prior on σ_u, the sd of the prompt random effect on the
-        score scale (default 1/√λ, as for the scores it perturbs).
+        score scale (default 1/√λ, as for the scores it perturbs). Under the prompt ×
+        candidate effect σ_u is the sd of one candidate's effect u_{g,i}, so a pair's
+        score difference varies over prompts with sd √2 σ_u.
     """
 
     u: float | None = None
@@ -105,6 +112,63 @@ def prior_scales(priors: Priors, layout: Layout) -> np.ndarray:
     return sd
 
 
+class CandidateEffectIndex(NamedTuple):
+    """Where the prompt × candidate effects sit: one entry per (prompt, candidate) occurrence.
+
+    Only the O (prompt, candidate) pairs that occur in the data carry an effect u_{g,i}
+    (a dense G × C block would be 9 in 10 empty on UltraFeedback). Occurrences are sorted
+    by prompt, then candidate; prompt g with m_g candidates gets m_g − 1 free coordinates
+    ζ, turned into u_g = H_{m_g} ζ_g by the Helmert basis of size m_g, so that u_g sums
+    to zero within the prompt with iid-N(0, 1) contrasts (u ~ N(0, I − 11ᵀ/m_g)).
+
+    pair_occ_a, pair_occ_b : (P,) int32 occurrence of each (prompt, cell) pair's slot-A
+        and slot-B candidate.
+    occ_last : (O,) int32 last occurrence of the same prompt.
+    occ_rank : (O,) float position r of the occurrence within its prompt (0, 1, …).
+    zeta_slot : (O − G,) int32 occurrences with r ≥ 1, each holding one ζ coordinate.
+    """
+
+    pair_occ_a: jax.Array
+    pair_occ_b: jax.Array
+    occ_last: jax.Array
+    occ_rank: jax.Array
+    zeta_slot: jax.Array
+
+
+def prompt_candidate_index(arrays: DesignArrays) -> CandidateEffectIndex:
+    """:class:`CandidateEffectIndex` of a design (numpy; the arrays must be concrete)."""
+    g = np.asarray(arrays.pair_g, np.int64)
+    cell = np.asarray(arrays.pair_cell, np.int64)
+    ca, cb = np.asarray(arrays.a, np.int64)[cell], np.asarray(arrays.b, np.int64)[cell]
+    n_cand = int(max(ca.max(initial=0), cb.max(initial=0))) + 1
+    keys = np.concatenate([g * n_cand + ca, g * n_cand + cb])
+    occ, inverse = np.unique(keys, return_inverse=True)   # sorted: prompt-major, then candidate
+    occ_g = occ // n_cand
+    first = np.searchsorted(occ_g, occ_g, side="left")
+    last = np.searchsorted(occ_g, occ_g, side="right") - 1
+    rank = np.arange(len(occ)) - first
+    p = len(g)
+    return CandidateEffectIndex(pair_occ_a=jnp.asarray(inverse[:p], jnp.int32),
+                                pair_occ_b=jnp.asarray(inverse[p:], jnp.int32),
+                                occ_last=jnp.asarray(last, jnp.int32),
+                                occ_rank=jnp.asarray(rank, jnp.float64),
+                                zeta_slot=jnp.asarray(np.flatnonzero(rank > 0), jnp.int32))
+
+
+def candidate_effects(zeta, index: CandidateEffectIndex):
+    """(O,) u = H ζ prompt by prompt: Helmert contrasts, zero-sum within every prompt.
+
+    With the Helmert basis h_k = (1, …, 1, −k, 0, …)/√(k(k+1)) (k ones), occurrence r of a
+    prompt gets u_r = −r c_r + Σ_{k>r} c_k, c_k = ζ_k/√(k(k+1)); the suffix sum is a
+    difference of one running sum, so this is O(O) for every prompt size at once.
+    """
+    r = index.occ_rank
+    scale = 1.0 / jnp.sqrt(jnp.maximum(r * (r + 1.0), 1.0))
+    c = jnp.zeros(r.shape, zeta.dtype).at[index.zeta_slot].set(zeta) * jnp.where(r > 0, scale, 0.0)
+    cs = jnp.cumsum(c)
+    return cs[index.occ_last] - cs - r * c
+
+
 class ModelData(NamedTuple):
     """Traced inputs of :func:`oscar_model` (a pytree; one simulated dataset per leaf batch).
 
@@ -115,6 +179,8 @@ class ModelData(NamedTuple):
     sigma_scale : () HalfNormal scale of σ_u (unused without the prompt effect).
     is_log_gamma : (F,) bool, the free coordinates that are log γ_k (sampled through
         :func:`theta_from_unconstrained`).
+    occ : :class:`CandidateEffectIndex` for the prompt × candidate effect; None for the
+        plain model and the slot shift.
     """
 
     arrays: DesignArrays
@@ -123,27 +189,43 @@ class ModelData(NamedTuple):
     prior_sd: jax.Array
     sigma_scale: jax.Array
     is_log_gamma: jax.Array
+    occ: CandidateEffectIndex | None = None
 
 
-def model_data(arrays: DesignArrays, mask, priors: Priors, layout: Layout, *, prompt_effect: bool,
+def _effect_kind(prompt_effect) -> str | None:
+    """None (no prompt effect), "candidate" (True or "candidate") or "slot"."""
+    if prompt_effect is None or prompt_effect is False or prompt_effect is np.False_:
+        return None
+    if prompt_effect is True or prompt_effect is np.True_:
+        return "candidate"
+    if prompt_effect in PROMPT_EFFECTS:
+        return prompt_effect
+    raise OscarInputError(f"prompt_effect must be True, False or one of {PROMPT_EFFECTS}, got {prompt_effect!r}")
+
+
+def model_data(arrays: DesignArrays, mask, priors: Priors, layout: Layout, *, prompt_effect: bool | str,
                stats=None) -> ModelData:
     """Assemble :class:`ModelData` from a design, its B.2 mask and resolved priors.
 
     ``mask`` must be concrete (numpy): the number of free coordinates fixes the shape of
     the sampled vector. ``stats`` defaults to the design's own statistics.
+    ``prompt_effect``: False (plain), True or ``"candidate"`` (prompt × candidate
+    effect), ``"slot"`` (one slot-A shift per prompt).
     """
+    kind = _effect_kind(prompt_effect)
     mask = np.asarray(mask)
     free = np.flatnonzero(mask > 0).astype(np.int32)
     sd = prior_scales(priors, layout)[free]
     if stats is None:
-        stats = arrays.pair_stats if prompt_effect else arrays.stats
+        stats = arrays.pair_stats if kind else arrays.stats
     is_v = np.zeros(layout.n_theta, bool)
     if "v" in layout.theta_blocks:
         is_v[layout.theta_blocks["v"]] = True
     return ModelData(arrays=arrays, stats=jnp.asarray(stats, jnp.float64), free=jnp.asarray(free),
                      prior_sd=jnp.asarray(sd, jnp.float64),
                      sigma_scale=jnp.asarray(float(priors.sigma_prompt), jnp.float64),
-                     is_log_gamma=jnp.asarray(is_v[free]))
+                     is_log_gamma=jnp.asarray(is_v[free]),
+                     occ=prompt_candidate_index(arrays) if kind == "candidate" else None)
 
 
 # Sampling coordinates of log γ. A judge whose data barely separate γ_k from 0 has a log γ_k
@@ -214,11 +296,28 @@ def prompt_loss(theta, shift, arrays: DesignArrays, pair_stats, layout: Layout):
     shift : (G,) score shift σ_u z_g of each prompt cluster.
     pair_stats : (P, 3) statistics (w, wy, wt) of each (prompt, cell) pair.
     """
-    if layout.local_slots[0] != "s_a":  # the shift below relies on slot 0 being s_a
+    return _pair_loss(theta, shift[arrays.pair_g], None, arrays, pair_stats, layout)
+
+
+def prompt_candidate_loss(theta, effect, arrays: DesignArrays, pair_stats, layout: Layout,
+                          index: CandidateEffectIndex):
+    """Σ over (prompt, cell) pairs of ``local_loss`` at s_{a,g} = s_a + effect[occ(g, a)], same for b.
+
+    ``effect`` is the (O,) σ_u u of every (prompt, candidate) occurrence
+    (:func:`candidate_effects`); the predictor is the one in ``model.local_eta``.
+    """
+    return _pair_loss(theta, effect[index.pair_occ_a], effect[index.pair_occ_b], arrays, pair_stats, layout)
+
+
+def _pair_loss(theta, shift_a, shift_b, arrays: DesignArrays, pair_stats, layout: Layout):
+    """Σ_p local_loss with the pair's s_a (slot 0) and s_b (slot 1) shifted by (P,) arrays."""
+    if layout.local_slots[:2] != ("s_a", "s_b"):  # the shifts below rely on this slot order
         raise AssertionError(f"unexpected local slot order {layout.local_slots}")
     phi = jnp.asarray(layout.jacobian) @ theta
     idx = local_index(layout, arrays.a, arrays.b, arrays.k)[arrays.pair_cell]
-    ploc = phi[idx].at[:, 0].add(shift[arrays.pair_g])
+    ploc = phi[idx].at[:, 0].add(shift_a)
+    if shift_b is not None:
+        ploc = ploc.at[:, 1].add(shift_b)
     per_pair = jax.vmap(lambda p, z, s: local_loss(p, z, s, layout))(ploc, arrays.z[arrays.pair_cell], pair_stats)
     return jnp.sum(per_pair)
 
@@ -234,13 +333,17 @@ def oscar_model(data: ModelData, *, layout: Layout, n_clusters: int | None = Non
         is Normal(0, prior_sd²) on θ itself, entered with the log-Jacobian as a factor,
         so the posterior of θ is the one stated in the docs.
     sigma_prompt : () σ_u ~ HalfNormal(sigma_scale), only with a prompt effect.
-    z_prompt : (G,) z_g, standard normal with the mean removed (:func:`prompt_prior`),
-        only with a prompt effect (non-centred: the effect is σ_u z_g, which keeps the
-        geometry simple when prompts carry few records).
-    loglik : factor, −loss_value (plain) or −prompt_loss (prompt effect).
+    z_prompt : with the prompt × candidate effect (``data.occ`` set), (O − G,) iid N(0, 1)
+        Helmert coordinates ζ, u = :func:`candidate_effects` (ζ) and s_{i,g} = s_i + σ_u u_{g,i};
+        with the slot shift, (G,) z_g, standard normal with the mean removed
+        (:func:`prompt_prior`), added as σ_u z_g to the slot-A score. Both non-centred:
+        the effect is σ_u times a standard variable, which keeps the geometry simple when
+        prompts carry few records.
+    loglik : factor, −loss_value (plain), −prompt_candidate_loss or −prompt_loss.
 
     ``n_clusters`` = G switches the prompt random effect on; ``data.stats`` must then
-    be the (P, 3) pair statistics.
+    be the (P, 3) pair statistics. The signature is unchanged from the slot-shift model:
+    which effect is sampled is read from ``data.occ``.
     """
     w = numpyro.sample("theta", dist.ImproperUniform(dist.constraints.real_vector, (), data.prior_sd.shape))
     theta_free = theta_from_unconstrained(w, data.is_log_gamma)
@@ -251,6 +354,12 @@ def oscar_model(data: ModelData, *, layout: Layout, n_clusters: int | None = Non
         numpyro.factor("loglik", -loss_value(theta, data.arrays, data.stats, layout))
         return
     sigma = numpyro.sample("sigma_prompt", dist.HalfNormal(data.sigma_scale))
+    if data.occ is not None:
+        n_zeta = data.occ.zeta_slot.shape[0]  # static under jit
+        zeta = numpyro.sample("z_prompt", dist.Normal(jnp.zeros(n_zeta), 1.0).to_event(1))
+        effect = sigma * candidate_effects(zeta, data.occ)
+        numpyro.factor("loglik", -prompt_candidate_loss(theta, effect, data.arrays, data.stats, layout, data.occ))
+        return
     z = numpyro.sample("z_prompt", prompt_prior(n_clusters))
     numpyro.factor("loglik", -prompt_loss(theta, sigma * z, data.arrays, data.stats, layout))
 

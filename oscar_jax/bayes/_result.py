@@ -15,6 +15,7 @@ from arviz_stats.base import array_stats
 from ..design import Design
 from ..params import Layout
 from ..spec import ModelSpec
+from ..convergence import RHAT_MAX, rhat_message
 from ..validate import check_ci_prob
 from ._model import Priors
 from ._sampler import NutsSettings
@@ -24,7 +25,6 @@ __all__ = ["BayesResult", "BayesWarning", "compute_diagnostics", "RHAT_MAX", "ES
 # Thresholds of Vehtari et al. (2021, "Rank-normalization, folding, and localization"):
 # rank-normalized split R-hat below 1.01 and bulk/tail ESS of at least 100 per chain;
 # E-BFMI below 0.3 signals that the momentum resampling explores the energy poorly.
-RHAT_MAX = 1.01
 ESS_PER_CHAIN_MIN = 100
 BFMI_MIN = 0.3
 TAIL_PROB = (0.05, 0.95)  # quantiles of the tail ESS (ArviZ's default)
@@ -78,7 +78,7 @@ def compute_diagnostics(idata: xr.DataTree, settings: NutsSettings) -> dict:
     ess_min_required = ESS_PER_CHAIN_MIN * settings.chains
     messages = []
     if settings.chains > 1 and max_rhat is not None and not max_rhat < RHAT_MAX:
-        messages.append(f"R-hat {max_rhat:.3f} ≥ {RHAT_MAX} ({worst_rhat}): chains disagree; run more warm-up/draws")
+        messages.append(rhat_message(max_rhat, worst_rhat))
     min_ess = min((v for v in (min_bulk, min_tail) if v is not None), default=None)
     if min_ess is not None and min_ess < ess_min_required:
         which = worst_bulk if (min_bulk is not None and min_bulk <= (min_tail or np.inf)) else worst_tail
@@ -129,7 +129,8 @@ class BayesResult:
     settings
         NUTS settings (chains, warm-up, draws, mass matrix, target acceptance).
     prompt_effect
-        Whether the prompt random effect σ_u z_g was in the model.
+        ``"candidate"`` (prompt × candidate effect), ``"slot"`` (slot shift per prompt) or
+        False (none: intervals assume independent records).
     idata
         ArviZ DataTree: ``posterior`` (sampled ``theta`` over the free coordinates,
         ``sigma_prompt``/``z_prompt`` with the prompt effect, and the derived ``s``,
@@ -148,7 +149,7 @@ class BayesResult:
     mask: np.ndarray
     priors: Priors
     settings: NutsSettings
-    prompt_effect: bool
+    prompt_effect: bool | str
     seed: int
     idata: xr.DataTree
     diagnostics: dict
@@ -158,8 +159,24 @@ class BayesResult:
 
     # ------------------------------------------------------------------ draws
     def draws(self, name: str) -> np.ndarray:
-        """(chains, draws, …) posterior draws of one variable of ``idata.posterior``."""
-        return np.asarray(self.idata.posterior[name].values)
+        """(chains, draws, …) posterior draws of one variable of ``idata.posterior``.
+
+        A per-judge variable comes back over every judge: entries that are constants
+        (γ of the reference judge, coefficients held at 0) are stored in ``constant_data``
+        and filled in here.
+        """
+        dim = f"judge_{name}"
+        post = self.idata.posterior
+        if name in post and dim not in post[name].dims:
+            return np.asarray(post[name].values)
+        fixed = self.idata.constant_data[f"{name}_fixed"]
+        index = {j: i for i, j in enumerate(self.design.judges)}
+        lead = (self.settings.chains, self.settings.draws)
+        out = np.empty(lead + (self.design.n_judge,) + fixed.shape[1:])
+        if name in post:
+            out[:, :, [index[j] for j in post[name][dim].values]] = post[name].values
+        out[:, :, [index[j] for j in fixed[f"{dim}_fixed"].values]] = fixed.values
+        return out
 
     def _flat(self, name: str) -> np.ndarray:
         x = self.draws(name)
@@ -342,6 +359,34 @@ class BayesResult:
         if var_names is None:
             var_names = [n for n in ("theta", "sigma_prompt", "s", "q", "q_field", "kappa") if n in self.idata.posterior]
         return arviz_stats.summary(self.idata, var_names=list(var_names), ci_prob=prob, ci_kind="hdi", round_to="none")
+
+    def population_theta(self) -> np.ndarray:
+        """(draws, n_theta) θ draws on the prompt-averaged scale, for draw-based point-fit tables.
+
+        Without a prompt effect these are the sampled θ (zeros at fixed coordinates). With
+        one, the sampled scores are prompt-conditional (larger than the point fit's); each
+        draw's scores are replaced by those whose logit differences best reproduce its
+        prompt-averaged q: γ̄ s_i = mean_j logit q_ij (least squares over all pairs; exact
+        when σ_u = 0), so ``oscar fit --ci bayes`` puts intervals around the point fit's
+        estimates on the same scale. q against the field and P(best) from the posterior's
+        own tables (``leaderboard``) need no such step.
+        """
+        th = self._flat("theta")
+        full = np.zeros((th.shape[0], self.layout.n_theta))
+        full[:, np.asarray(self.mask) > 0] = th
+        if not self.prompt_effect:
+            return full
+        c = self.design.n_cand
+        q = np.full((th.shape[0], c, c), 0.5)
+        iu = np.triu_indices(c, 1)
+        qu = np.clip(self._flat("q"), 1e-300, 1.0 - 1e-16)
+        q[:, iu[0], iu[1]] = qu
+        q[:, iu[1], iu[0]] = 1.0 - qu
+        x = np.log(q) - np.log1p(-q)                    # logit q_ij, antisymmetric, 0 on the diagonal
+        m = x.sum(axis=2) / c                           # least-squares zero-sum scores on the logit scale
+        s = m / self._flat("gamma_bar")[:, None]
+        full[:, self.layout.theta_blocks["u"]] = s @ self.layout.helmert  # u = Cᵀ s (CᵀC = I, Σ s = 0)
+        return full
 
     def sigma_prompt(self, ci_prob: float | None = None) -> dict | None:
         """Posterior mean, sd and HDI of σ_u (None without the prompt effect)."""

@@ -8,6 +8,7 @@ whole simulation-based calibration or coverage study is a ``vmap`` over datasets
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
 from typing import NamedTuple
@@ -22,6 +23,8 @@ from numpyro.infer.util import potential_energy
 
 from .. import _x64  # noqa: F401
 from ..params import Layout
+from ..progress import progress
+from ..prompt_average import QUAD_NODES, marginal_win_prob
 from ..sandwich import targets
 from ..validate import OscarInputError, check_positive_int
 from ._model import ModelData, oscar_model, prompt_prior, theta_from_unconstrained
@@ -30,12 +33,6 @@ __all__ = ["NutsSettings", "Draws", "sample_posterior", "sample_posterior_jit", 
            "PosteriorTargets", "marginal_win_prob", "INIT_RADIUS", "QUAD_NODES"]
 
 INIT_RADIUS = 2.0  # chains start uniformly in (−2, 2) in unconstrained space, as numpyro's init_to_uniform
-# Prompt-averaged q: trapezoid rule on a uniform grid over z ∈ [−10, 10]. For an
-# integrand analytic in a strip, the error decays like exp(−2π d / step), d = π/(γ̄σ_u)
-# the distance of the sigmoid's poles: below 1e-11 up to γ̄σ_u = 16, where Gauss–Hermite
-# with 40–100 nodes is off by 1e-4 once γ̄σ_u ≳ 8. The tails beyond ±10 weigh < 1e-22.
-QUAD_NODES = 401
-QUAD_RANGE = 10.0
 
 
 @dataclass(frozen=True)
@@ -54,6 +51,9 @@ class NutsSettings:
         Dual-averaging target acceptance probability (0.9: see :func:`fit_bayes`).
     max_tree_depth
         NUTS tree-depth limit (2^depth − 1 leapfrog steps at most).
+    progress
+        Report every iteration of chain 0 to the host (:func:`progress_reporter`); a
+        separate compiled program, off by default (the studies vmap over datasets).
     """
 
     chains: int = 4
@@ -62,6 +62,7 @@ class NutsSettings:
     dense_mass: bool = True
     target_accept: float = 0.9
     max_tree_depth: int = 10
+    progress: bool = False
 
     def __post_init__(self):
         check_positive_int("chains", self.chains)
@@ -74,11 +75,38 @@ class NutsSettings:
             raise OscarInputError(f"target_accept must lie strictly between 0 and 1, got {self.target_accept}")
 
 
+# The host side of the progress callback. A compiled program keeps the function it was
+# traced with, so the callback goes through this module-level slot, which fit_bayes points
+# at the current run's bar.
+_REPORTER = [None]
+
+
+def _report(chain, iteration, steps, diverging):
+    bar = _REPORTER[0]
+    if bar is not None and int(chain) == 0:
+        bar.update(1)
+        if int(diverging):
+            bar.set_postfix_str(f"divergence at iteration {int(iteration) + 1}")
+
+
+@contextmanager
+def progress_reporter(settings: "NutsSettings", desc: str = "NUTS"):
+    """Route the sampler's per-iteration callback to a progress bar (tqdm, or a log line every 30 s)."""
+    total = settings.warmup + settings.draws
+    with progress(total, desc, unit="it", lines=True, enabled=None if settings.progress else False) as bar:
+        _REPORTER[0] = bar
+        try:
+            yield bar
+        finally:
+            _REPORTER[0] = None
+
+
 class Draws(NamedTuple):
     """Raw output of :func:`sample_posterior` (chains C, draws S; batch axes in front if vmapped).
 
     theta : (C, S, F) free θ coordinates.  sigma : (C, S) σ_u (zeros without prompt effect).
-    z : (C, S, G) prompt effects (shape (C, S, 0) without).  diverging : (C, S) bool.
+    z : (C, S, G) slot shifts z_g, or (C, S, O − G) Helmert coordinates ζ of the prompt ×
+        candidate effects (:func:`~oscar_jax.bayes.candidate_effects`); (C, S, 0) without.  diverging : (C, S) bool.
     n_steps : (C, S) leapfrog steps.  accept : (C, S) mean acceptance of the tree.
     energy, potential : (C, S) Hamiltonian and potential energy (−log joint in the NUTS
         coordinates w, log-Jacobian of log γ = log softplus(w) included).
@@ -96,14 +124,16 @@ class Draws(NamedTuple):
     step_size: jax.Array
 
 
-def _initial_values(key, n_free: int, n_clusters: int | None, chains: int):
+def _initial_values(key, n_free: int, n_clusters: int | None, chains: int, n_zeta: int | None = None):
     k_theta, k_sigma, k_z = jax.random.split(key, 3)
     init = {"theta": jax.random.uniform(k_theta, (chains, n_free), minval=-INIT_RADIUS, maxval=INIT_RADIUS)}
     if n_clusters is not None:
         # log σ_u (the unconstrained value of a HalfNormal site)
         init["sigma_prompt"] = jax.random.uniform(k_sigma, (chains,), minval=-INIT_RADIUS, maxval=INIT_RADIUS)
-        # G − 1 unconstrained coordinates of the zero-sum prompt effects
-        init["z_prompt"] = jax.random.uniform(k_z, (chains, n_clusters - 1), minval=-INIT_RADIUS, maxval=INIT_RADIUS)
+        # G − 1 unconstrained coordinates of the zero-sum slot shifts, or the O − G Helmert
+        # coordinates ζ of the prompt × candidate effects
+        n_z = n_clusters - 1 if n_zeta is None else n_zeta
+        init["z_prompt"] = jax.random.uniform(k_z, (chains, n_z), minval=-INIT_RADIUS, maxval=INIT_RADIUS)
     return init
 
 
@@ -131,52 +161,46 @@ def sample_posterior(key, data: ModelData, *, layout: Layout, n_clusters: int | 
         dense = False
     k_init, k_chains = jax.random.split(key)
     n_free = data.free.shape[0]
-    init = _initial_values(k_init, n_free, n_clusters, settings.chains)
+    n_zeta = None if data.occ is None else data.occ.zeta_slot.shape[0]
+    init = _initial_values(k_init, n_free, n_clusters, settings.chains, n_zeta)
     keys = jax.random.split(k_chains, settings.chains)
 
-    def one_chain(k, z0):
+    def tick(chain, i, s):
+        if settings.progress:
+            jax.debug.callback(_report, chain, i, s.num_steps, s.diverging)
+
+    def one_chain(k, z0, chain):
         state = init_kernel(z0, settings.warmup, dense_mass=dense, target_accept_prob=settings.target_accept,
                             max_tree_depth=settings.max_tree_depth, model_args=(data,), rng_key=k)
 
-        def adapt(s, _):
-            return sample_kernel(s, model_args=(data,)), None
-
-        state, _ = jax.lax.scan(adapt, state, None, length=settings.warmup)
-
-        def draw(s, _):
+        def adapt(s, i):
             s = sample_kernel(s, model_args=(data,))
+            tick(chain, i, s)
+            return s, None
+
+        state, _ = jax.lax.scan(adapt, state, jnp.arange(settings.warmup))
+
+        def draw(s, i):
+            s = sample_kernel(s, model_args=(data,))
+            tick(chain, i, s)
             return s, (s.z, s.diverging, s.num_steps, s.accept_prob, s.energy, s.potential_energy)
 
-        state, (z, div, steps, acc, energy, pe) = jax.lax.scan(draw, state, None, length=settings.draws)
+        state, (z, div, steps, acc, energy, pe) = jax.lax.scan(draw, state, settings.warmup + jnp.arange(settings.draws))
         return z, div, steps, acc, energy, pe, state.adapt_state.step_size
 
-    z, div, steps, acc, energy, pe, step = jax.vmap(one_chain)(keys, init)
+    z, div, steps, acc, energy, pe, step = jax.vmap(one_chain)(keys, init, jnp.arange(settings.chains))
     if n_clusters is None:
         sigma = jnp.zeros(div.shape)
         zp = jnp.zeros(div.shape + (0,))
     else:
         sigma = biject_to(constraints.positive)(z["sigma_prompt"])
-        zp = biject_to(prompt_prior(n_clusters).support)(z["z_prompt"])
+        zp = z["z_prompt"] if n_zeta is not None else biject_to(prompt_prior(n_clusters).support)(z["z_prompt"])
     return Draws(theta=theta_from_unconstrained(z["theta"], data.is_log_gamma), sigma=sigma,
                  z=zp, diverging=div, n_steps=steps, accept=acc,
                  energy=energy, potential=pe, step_size=step)
 
 
 sample_posterior_jit = jax.jit(sample_posterior, static_argnames=("layout", "n_clusters", "settings"))
-
-
-def marginal_win_prob(h, gamma_bar, sigma):
-    """Prompt-averaged q_ij = E_z σ(h_ij + γ̄ σ_u z), z ~ N(0, 1), by the trapezoid rule.
-
-    Under the prompt effect, σ(h_ij) is the win probability on a *typical* prompt
-    (z_g = 0); the point fit and the simulation truth are averages over prompts, which
-    is this integral. With σ_u = 0 it is σ(h_ij).
-    """
-    x = np.linspace(-QUAD_RANGE, QUAD_RANGE, QUAD_NODES)
-    w = np.exp(-0.5 * x ** 2)
-    w = jnp.asarray(w / w.sum())  # normalized, so σ_u = 0 gives σ(h) to rounding
-    shifts = gamma_bar * sigma * jnp.asarray(x)
-    return jnp.tensordot(w, jax.nn.sigmoid(h[None] + shifts.reshape((-1,) + (1,) * jnp.ndim(h))), axes=1)
 
 
 class PosteriorTargets(NamedTuple):

@@ -12,9 +12,11 @@ HELP = "Bayesian fit (NUTS): leaderboard with credible intervals, P(best), judge
 DESCRIPTION = (
     "Samples the posterior of an OSCAR-family model with NumPyro's NUTS (several chains in parallel). "
     "Priors default to Normal(0, 1/λ) on every free coordinate, the Bayesian reading of the point "
-    "fit's ridge, so the posterior concentrates where the penalized fit does. --prompt-effect adds a "
-    "prompt-level random effect on the quality gap, which accounts for within-prompt dependence the "
-    "way the point fit's cluster sandwich does. Prints posterior means with highest-density intervals, "
+    "fit's ridge, so the posterior concentrates where the penalized fit does. When prompts carry more "
+    "than one record the model includes a prompt × candidate random effect (a prompt may favour some "
+    "candidates), which accounts for within-prompt dependence as the cluster sandwich does; "
+    "--no-prompt-effect drops it (faster, but the intervals then assume independent records and are "
+    "too narrow under prompt dependence). Prints posterior means with highest-density intervals, "
     "P(best), the judge table and R-hat / ESS / divergence diagnostics (with a warning when poor)."
 )
 
@@ -30,8 +32,14 @@ def add_arguments(parser):
     parser.add_argument("--warmup", type=int, default=1000, help="adaptation iterations per chain (default 1000)")
     parser.add_argument("--draws", type=int, default=1000, help="kept draws per chain (default 1000)")
     parser.add_argument("--seed", type=int, default=0, help="seed of initial values and trajectories (default 0)")
-    parser.add_argument("--prompt-effect", action="store_true",
-                        help="add a prompt random effect σ_u z_g on the quality gap (within-prompt dependence)")
+    effect = parser.add_mutually_exclusive_group()
+    effect.add_argument("--prompt-effect", nargs="?", const="candidate", default=None, choices=["candidate", "slot"],
+                        help="prompt random effect: candidate (default whenever prompts carry more than one "
+                             "record: s_{i,g} = s_i + σ_u u_{g,i}) or slot (older single slot-A shift per prompt)")
+    effect.add_argument("--no-prompt-effect", action="store_true",
+                        help="no prompt effect: much faster (it works on cell totals, not on every prompt), but "
+                             "the intervals assume independent records and are too narrow under prompt dependence "
+                             "(on MT-Bench about half the prompt-cluster sandwich's width)")
     parser.add_argument("--ridge", type=float, default=None,
                         help="λ of the default Normal(0, 1/λ) priors (default 0.05, the point fit's ridge)")
     parser.add_argument("--target-accept", type=float, default=0.9, help="NUTS target acceptance (default 0.9)")
@@ -61,7 +69,7 @@ def _text(result, ci_prob: float, scale: str = "logit", anchor=None) -> str:
     d = result.design
     diag = result.diagnostics
     pct = int(round(100 * ci_prob))
-    pe = " + prompt effect" if result.prompt_effect else ""
+    pe = {"candidate": " + prompt × candidate effect", "slot": " + prompt slot shift"}.get(result.prompt_effect, "")
     lines = [
         f"Bayesian {result.effective_spec.name}{pe} — {d.n_records:,} records · {d.n_clusters:,} prompts · "
         f"{d.n_cand} candidates · {d.n_judge} judges",
@@ -104,7 +112,8 @@ def run(args) -> int:
     from ..bayes import fit_bayes  # numpyro/arviz load only when this command runs
 
     design = design_from_args(args)
-    result = fit_bayes(design, args.model, prompt_effect=args.prompt_effect, ridge=args.ridge, chains=args.chains,
+    effect = False if args.no_prompt_effect else args.prompt_effect
+    result = fit_bayes(design, args.model, prompt_effect=effect, ridge=args.ridge, chains=args.chains,
                        warmup=args.warmup, draws=args.draws, seed=args.seed, target_accept=args.target_accept,
                        ci_prob=args.ci_prob)
     if args.out:

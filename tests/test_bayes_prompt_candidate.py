@@ -1,0 +1,150 @@
+"""The prompt × candidate random effect: Helmert effects, one predictor, simulator, defaults."""
+
+import hashlib
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pandas as pd
+import pytest
+
+import oscar_jax as oj
+from oscar_jax.bayes import (candidate_effects, default_prompt_effect, model_data, prompt_candidate_index,
+                             prompt_candidate_loss, prompt_loss)
+from oscar_jax.bayes._fit import INDEPENDENCE_LABEL, shared_prompt_share
+from oscar_jax.derivatives import loss_value
+from oscar_jax.simulate import TABLE_G1, SimParams, family_map_of, simulate_jit
+
+SUM_RTOL = 1e-12  # the same sums in a different order: rounding only
+
+
+def _design(seed=0, n_prompts=30, params=TABLE_G1):
+    return oj.build_design(oj.simulate_frame(seed, n_prompts, params), reference_judge="judge0",
+                           family_map=family_map_of(params))
+
+
+@pytest.fixture(scope="module")
+def multi():
+    """Prompts with 4 candidates and all 6 pairs (a prompt × candidate effect is visible)."""
+    return _design(params=SimParams(candidates_per_prompt=4, prompt_candidate_sd=0.4, rho=0.0))
+
+
+def _layout(design):
+    spec, _ = design.effective_spec(oj.parse_model("oscar"))
+    return design.layout(spec)
+
+
+def test_index_covers_the_occurring_prompt_candidate_pairs(multi):
+    idx = prompt_candidate_index(multi.arrays)
+    a = np.asarray(multi.arrays.pair_g)
+    assert len(idx.occ_rank) == 4 * multi.n_clusters                       # 4 candidates shown per prompt
+    assert len(idx.zeta_slot) == 3 * multi.n_clusters                      # m_g − 1 coordinates each
+    occ_a, occ_b = np.asarray(idx.pair_occ_a), np.asarray(idx.pair_occ_b)
+    assert np.all(occ_a != occ_b)
+    # both occurrences of a pair belong to the pair's prompt: ranks restart at every prompt
+    rank = np.asarray(idx.occ_rank)
+    starts = np.flatnonzero(rank == 0)
+    group = np.searchsorted(starts, np.arange(len(rank)), side="right") - 1
+    assert np.all(group[occ_a] == a) and np.all(group[occ_b] == a)
+
+
+def test_candidate_effects_are_an_orthonormal_zero_sum_basis_per_prompt(multi):
+    """u = H ζ with HᵀH = I and 1ᵀH = 0 within every prompt: u_g ~ N(0, I − 11ᵀ/m_g)."""
+    idx = prompt_candidate_index(multi.arrays)
+    n_zeta = len(idx.zeta_slot)
+    H = np.asarray(jax.jacfwd(lambda z: candidate_effects(z, idx))(jnp.zeros(n_zeta)))  # (O, O − G)
+    np.testing.assert_allclose(H.T @ H, np.eye(n_zeta), atol=1e-12)
+    rank = np.asarray(idx.occ_rank)
+    group = np.cumsum(rank == 0) - 1
+    sums = np.zeros((group.max() + 1, n_zeta))
+    np.add.at(sums, group, H)
+    np.testing.assert_allclose(sums, 0.0, atol=1e-12)
+    # each column lives inside one prompt
+    assert np.all([(len(np.unique(group[np.abs(H[:, j]) > 1e-12])) == 1) for j in range(n_zeta)])
+
+
+def test_zero_effect_is_the_point_fit_loss(multi):
+    layout = _layout(multi)
+    arrays = multi.arrays
+    idx = prompt_candidate_index(arrays)
+    theta = 0.3 * jax.random.normal(jax.random.PRNGKey(0), (layout.n_theta,))
+    got = prompt_candidate_loss(theta, jnp.zeros(len(idx.occ_rank)), arrays, arrays.pair_stats, layout, idx)
+    np.testing.assert_allclose(got, loss_value(theta, arrays, arrays.stats, layout), rtol=SUM_RTOL)
+
+
+def test_one_pair_per_prompt_it_is_the_slot_shift_of_the_contrast():
+    """Appendix G (one pair per prompt): shifting s_a by u_a and s_b by u_b is the slot shift u_a − u_b."""
+    design = _design(seed=2)
+    layout = _layout(design)
+    arrays = design.arrays
+    idx = prompt_candidate_index(arrays)
+    theta = 0.3 * jax.random.normal(jax.random.PRNGKey(1), (layout.n_theta,))
+    u = 0.7 * candidate_effects(jax.random.normal(jax.random.PRNGKey(2), (len(idx.zeta_slot),)), idx)
+    shift = np.zeros(design.n_clusters)
+    g = np.asarray(arrays.pair_g)
+    shift[g] = np.asarray(u)[np.asarray(idx.pair_occ_a)] - np.asarray(u)[np.asarray(idx.pair_occ_b)]
+    want = prompt_loss(theta, jnp.asarray(shift), arrays, arrays.pair_stats, layout)
+    got = prompt_candidate_loss(theta, u, arrays, arrays.pair_stats, layout, idx)
+    np.testing.assert_allclose(got, want, rtol=SUM_RTOL)
+
+
+def test_model_data_carries_the_index_only_for_the_candidate_effect(multi):
+    layout = _layout(multi)
+    priors = oj.bayes.Priors().resolved(0.05)
+    mask = np.ones(layout.n_theta)
+    assert model_data(multi.arrays, mask, priors, layout, prompt_effect=True).occ is not None
+    assert model_data(multi.arrays, mask, priors, layout, prompt_effect="slot").occ is None
+    assert model_data(multi.arrays, mask, priors, layout, prompt_effect=False).occ is None
+    with pytest.raises(oj.OscarInputError, match="prompt_effect"):
+        model_data(multi.arrays, mask, priors, layout, prompt_effect="yes")
+
+
+def test_default_prompt_effect_follows_records_per_prompt(multi):
+    assert default_prompt_effect(multi) == "candidate"
+    frame = oj.simulate_frame(0, 40)
+    frame["prompt"] = [f"r{i}" for i in range(len(frame))]           # one record per prompt
+    assert default_prompt_effect(oj.build_design(frame, reference_judge="judge0")) is False
+    # a few shared prompts among many single-record ones (UltraFeedback-like): still off
+    frame["prompt"] = [f"p{i // 2}" if i < 60 else f"r{i}" for i in range(len(frame))]
+    design = oj.build_design(frame, reference_judge="judge0")
+    assert shared_prompt_share(design) == pytest.approx(60 / len(frame)) and default_prompt_effect(design) is False
+    assert "independent records" in INDEPENDENCE_LABEL
+
+
+# ----------------------------------------------------------------------------- simulator
+def test_simulator_defaults_unchanged():
+    """Candidate-specific effects are off by default: Section 7's datasets are the same bits."""
+    params = SimParams()
+    assert params.candidates_per_prompt == 2 and params.prompt_candidate_sd == 0.0 and params == TABLE_G1
+    d = jax.tree_util.tree_map(np.asarray, simulate_jit(jax.random.PRNGKey(7), 200, TABLE_G1))
+    h = hashlib.sha256()
+    for leaf in jax.tree_util.tree_leaves(d):
+        h.update(np.ascontiguousarray(leaf).tobytes())
+    # digest of main before the prompt × candidate option was added (same seed, 200 prompts)
+    assert h.hexdigest() == "74060acf8561fff071629fa9f43c31564a44ec234187d152b087d63026baf95d"
+
+
+def test_simulated_win_rates_match_the_prompt_averaged_truth():
+    """No bias terms, γ ≡ 1, ρ = 0: the win rate of a pair is E_w σ(s_i − s_j + w_i − w_j) = q*."""
+    params = SimParams(log_gamma=(0.0,) * 5, c=0.0, rho=0.0, candidates_per_prompt=4, prompt_candidate_sd=1.0)
+    d = jax.tree_util.tree_map(np.asarray, simulate_jit(jax.random.PRNGKey(3), 20000, params))
+    a, b, y = d.arrays.a, d.arrays.b, d.y
+    q = np.asarray(d.truth.q)
+    flat = pd.DataFrame({"i": np.minimum(a, b), "j": np.maximum(a, b), "win_i": np.where(a < b, y, 1 - y)})
+    rates = flat.groupby(["i", "j"]).win_i.agg(["mean", "size"])
+    expected = q[rates.index.get_level_values(0), rates.index.get_level_values(1)]
+    # records of one prompt share w: the SE is inflated; 5 judges see one pair, so ≤ √5 × binomial
+    se = np.sqrt(5 * expected * (1 - expected) / rates["size"].to_numpy())
+    z = (rates["mean"].to_numpy() - expected) / se
+    assert np.max(np.abs(z)) < 4.5
+    # and the conditional σ(s_i − s_j) is visibly wrong: averaging over prompts attenuates
+    s = np.asarray(params.s)
+    cond = 1 / (1 + np.exp(-(s[rates.index.get_level_values(0)] - s[rates.index.get_level_values(1)])))
+    assert np.max(np.abs(rates["mean"].to_numpy() - cond) / se) > 6
+
+
+def test_simparams_rejects_bad_prompt_candidate_settings():
+    with pytest.raises(ValueError, match="candidates_per_prompt"):
+        SimParams(candidates_per_prompt=9)
+    with pytest.raises(ValueError, match="prompt_candidate_sd"):
+        SimParams(prompt_candidate_sd=-1.0)
