@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from ..multiprocess import add_process_arguments
 from ..report import fmt_ci, render_table, write_tables
 from ..resample import bootstrap
 from ..summaries import header
@@ -29,6 +30,7 @@ def add_arguments(parser):
     parser.add_argument("--chunk-size", type=int, default=None,
                         help="replicates per compiled call (bounds memory; default automatic)")
     add_output_arguments(parser)
+    add_process_arguments(parser)
 
 
 def bootstrap_report(boot) -> str:
