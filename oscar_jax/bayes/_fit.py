@@ -95,7 +95,7 @@ def fit_bayes(data, model: str | ModelSpec = "oscar", *, prompt_effect: bool = F
               target_accept: float = 0.9, dense_mass: bool = True, max_tree_depth: int = 10,
               reference_judge: str | None = None, family_map=None, covariates=(), schema: str | None = None,
               bothbad: str = "tie", ci_prob: float = 0.95, keep_prompt_effects: bool | None = None,
-              warn: bool = True) -> BayesResult:
+              warn: bool = True, method: str = "nuts", svi=None) -> BayesResult:
     """Bayesian OSCAR: NUTS on the point fit's likelihood with Normal(0, 1/λ) priors.
 
     Parameters
@@ -134,6 +134,13 @@ def fit_bayes(data, model: str | ModelSpec = "oscar", *, prompt_effect: bool = F
         Store the (chains, draws, G) z_g in the DataTree (default: when G ≤ 2000).
     warn
         Issue a :class:`BayesWarning` for each failed diagnostic.
+    method
+        ``"nuts"`` (default) or ``"svi"``: variational inference on the same model
+        (NumPyro SVI, optax Adam, minibatches for large data; ``chains``/``warmup``/
+        ``draws``/NUTS options are then unused). See :mod:`oscar_jax.bayes._svi`.
+    svi
+        :class:`~oscar_jax.bayes.SviSettings` for ``method="svi"`` (guide, steps, learning
+        rate, batch size, draws); default ``SviSettings()``.
 
     Returns
     -------
@@ -149,6 +156,8 @@ def fit_bayes(data, model: str | ModelSpec = "oscar", *, prompt_effect: bool = F
     ['rank', 'candidate', 'score']
     """
     ci_prob = check_ci_prob(ci_prob)
+    if method not in ("nuts", "svi"):
+        raise OscarInputError(f"method must be 'nuts' or 'svi', got {method!r}")
     if not isinstance(prompt_effect, (bool, np.bool_)):
         raise OscarInputError(f"prompt_effect must be True or False, got {prompt_effect!r}")
     if priors is None:
@@ -177,6 +186,12 @@ def fit_bayes(data, model: str | ModelSpec = "oscar", *, prompt_effect: bool = F
     keep = (design.n_clusters <= MAX_STORED_PROMPTS) if keep_prompt_effects is None else bool(keep_prompt_effects)
     n_clusters = design.n_clusters if prompt_effect else None
     md = model_data(design.arrays, mask, resolved, layout, prompt_effect=prompt_effect)
+    if method == "svi":
+        from ._svi import fit_bayes_svi
+
+        return fit_bayes_svi(design=design, spec=spec, eff=eff, layout=layout, mask=mask, priors=resolved, md=md,
+                             prompt_effect=prompt_effect, n_clusters=n_clusters, keep_prompt_effects=keep,
+                             notes=notes, seed=seed, ci_prob=ci_prob, ridge=ridge, settings=svi, warn=warn)
     start = time.perf_counter()
     out = sample_posterior_jit(jax.random.PRNGKey(int(seed)), md, layout=layout, n_clusters=n_clusters,
                                settings=settings)
