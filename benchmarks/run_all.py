@@ -18,6 +18,8 @@ bootstrap   bench_bootstrap ``speed``      500-replicate compiled bootstrap vs l
 simulation  bench_simulation               Section 7 sweep vs a scipy loop (extrapolated)
 bayes       bench_bayes                    NUTS next to the point fit (its own table)
 scaling     bench_scaling                  10³ … 10⁶ records, up to 500 candidates vs scipy
+processes   bench_processes                2,000-replicate bootstrap: --processes 2 vs 1
+svi         bench_svi                      SVI vs NUTS (MT-Bench, Appendix G), SVI at 10⁵/10⁶
 =========== ============================== =================================================
 
 A benchmark can hand its rows to this script directly: if ``main`` returns a dict with a
@@ -275,6 +277,9 @@ TASKS = (
          lambda q, d: None if q else RESULTS / "bayes_bench.md"),
     Task("scaling", "benchmarks.bench_scaling",
          lambda q, d: (["--quick"] if q else []) + ["--out-dir", str(d)], collect_scaling),
+    Task("processes", "benchmarks.bench_processes", lambda q, d: ["--quick"] if q else [], collect_generic),
+    Task("svi", "benchmarks.bench_svi",
+         lambda q, d: ["--quick"] if q else ["--out", str(d / "svi.md")], collect_generic),
 )
 
 

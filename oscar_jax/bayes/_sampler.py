@@ -217,7 +217,10 @@ def posterior_targets(theta_free, sigma, free, layout: Layout) -> PosteriorTarge
 def targets_of_draws(theta, sigma, free, layout: Layout) -> PosteriorTargets:
     """:func:`posterior_targets` over (C, S) draws."""
     fn = lambda th, sg: posterior_targets(th, sg, free, layout)  # noqa: E731
-    return jax.vmap(jax.vmap(fn))(theta, sigma)
+    # The prompt-averaged q holds QUAD_NODES × C² values per draw (1 MB at C = 50): map
+    # over the draws in batches of ~20 M values rather than materialising them all at once.
+    batch = max(1, int(2e7 // (QUAD_NODES * layout.n_cand ** 2)))
+    return jax.vmap(lambda th, sg: jax.lax.map(lambda a: fn(*a), (th, sg), batch_size=batch))(theta, sigma)
 
 
 def _sample_many(keys, data: ModelData, *, layout: Layout, n_clusters: int | None, settings: NutsSettings,
