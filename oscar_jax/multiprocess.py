@@ -69,7 +69,7 @@ def initialize(coordinator_address: str | None = None, num_processes: int | None
     if jax.distributed.is_initialized():
         return
     if is_worker():
-        coordinator_address = coordinator_address or os.environ[ENV_COORDINATOR]
+        coordinator_address = coordinator_address or os.environ.get(ENV_COORDINATOR)  # else JAX_COORDINATOR_ADDRESS
         num_processes = num_processes if num_processes is not None else int(os.environ[ENV_NUM_PROCESSES])
         process_id = process_id if process_id is not None else int(os.environ[ENV_PROCESS_ID])
     if heartbeat_timeout_seconds is None:
@@ -260,7 +260,12 @@ def cli_start(args, argv: Sequence[str]) -> int | None:
     if n is not None and n > 1 and not is_worker():
         return launch(list(argv), n, heartbeat_timeout_seconds=heartbeat)
     if is_worker() or distributed:
-        initialize(heartbeat_timeout_seconds=heartbeat)
+        try:
+            initialize(heartbeat_timeout_seconds=heartbeat)
+        except ValueError as err:  # no scheduler detected and no coordinator given
+            raise OscarInputError(f"--distributed: {str(err).rstrip('.')}. Run under srun / a TPU pod, or set JAX_COORDINATOR_ADDRESS="
+                                  "host0:port plus OSCAR_NUM_PROCESSES and OSCAR_PROCESS_ID on every process; on "
+                                  "one machine use --processes N") from None
         import jax
 
         if jax.process_count() > 1:
