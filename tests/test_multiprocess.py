@@ -125,7 +125,10 @@ def test_without_launcher_a_dead_peer_ends_the_job_by_heartbeat():
     for stream in (p0.stdout, p0.stderr):
         stream.close()
     assert code != 0
-    assert "Task 1 heartbeat timeout" in "".join(lines)
+    err = "".join(lines)
+    # The coordination service names the dead task: "Task 1 heartbeat timeout" when the
+    # survivor is past start-up, or (killed earlier) an error naming task 1 as failed.
+    assert "heartbeat timeout" in err or "task:1" in err or "Task 1" in err, err[:2000]
 
 
 @pytest.mark.parametrize("extra, message", [
