@@ -146,12 +146,12 @@ def main(argv=None):
     load0 = os.getloadavg()[0]
     guides = args.guides.split(",")
     if args.quick:
-        designs = [("simulated (quick)", oj.simulate_design(seed=0, n_prompts=60))]
-        cal = []
-        for name, d in designs:
-            svi, t = _fit(d, "svi", svi=SviSettings(steps=200, draws=100))
-            cal.append({"dataset": name, "nuts_s": float("nan"), "nuts_ess_per_s": float("nan")})
-        return {"run_all": [{"package": "SVI (quick smoke run)", "package_s": t}]}
+        design = oj.simulate_design(seed=0, n_prompts=60)
+        nuts, t_nuts = _fit(design, "nuts", chains=2, warmup=100, draws=100)
+        svi, t_svi = _fit(design, "svi", svi=SviSettings(steps=500, draws=400))
+        return {"run_all": [{"package": "SVI normal (quick smoke run)", "package_s": t_svi,
+                             "alternative": "NUTS 2×(100+100)", "alternative_s": t_nuts}],
+                "compare": compare(nuts, svi)}
     designs = []
     mt = shared_data_dir() / "xu2026" / "judge_results_10k_mtbench.json"
     if mt.exists() and not args.no_calibration:
