@@ -20,6 +20,8 @@ bayes       bench_bayes                    NUTS next to the point fit (its own t
 scaling     bench_scaling                  10³ … 10⁶ records, up to 500 candidates vs scipy
 cli         bench_cli                      whole ``oscar`` processes (cold/warm cache) vs
                                            ``import oscar_jax`` and a plain scipy script
+processes   bench_processes                2,000-replicate bootstrap: --processes 2 vs 1
+svi         bench_svi                      SVI vs NUTS (MT-Bench, Appendix G), SVI at 10⁵/10⁶
 =========== ============================== =================================================
 
 A benchmark can hand its rows to this script directly: if ``main`` returns a dict with a
@@ -285,6 +287,9 @@ TASKS = (
     # Whole `oscar` processes (each a fresh subprocess, cold and warm compile cache).
     Task("cli", "benchmarks.bench_cli",
          lambda q, d: (["--quick"] if q else []) + ["--out", str(d / "cli.md")], collect_cli),
+    Task("processes", "benchmarks.bench_processes", lambda q, d: ["--quick"] if q else [], collect_generic),
+    Task("svi", "benchmarks.bench_svi",
+         lambda q, d: ["--quick"] if q else ["--out", str(d / "svi.md")], collect_generic),
 )
 
 

@@ -83,6 +83,11 @@ def main(argv=None) -> int:
         return 2
     try:
         with table_width(None if getattr(args, "wide", False) else TABLE_WIDTH):
+            from .multiprocess import cli_start
+
+            launched = cli_start(args, sys.argv[1:] if argv is None else argv)
+            if launched is not None:
+                return launched
             return int(args._run(args) or 0)
     except OscarInputError as exc:
         print(f"oscar {args.command}: error: {exc}", file=sys.stderr)

@@ -43,6 +43,7 @@ from .program_cache import persistent_jit
 from .progress import progress
 from .results import FitResult
 from .sandwich import targets_batch_jit
+from .sharding import to_host
 from .spec import ModelSpec, parse_model
 from .validate import OscarInputError, check_ci_prob, check_positive_int
 
@@ -438,20 +439,23 @@ def fit_batch(design: Design, model: str | ModelSpec, omega, *, starts=None, mas
               vmap_width=vmap_width)
     devs = list(jax.devices() if devices is None else devices)
     if len(devs) > 1:
-        from .sharding import padded_size, replicate_mesh, replicate_sharded
+        from .sharding import padded_size, place_for_mesh, replicate_mesh, replicate_sharded
 
         mesh = replicate_mesh(devs)
         chunk = padded_size(chunk, mesh)  # every device gets the same number of rows
+        # Across processes (jax.distributed) inputs must be global arrays: each process
+        # contributes its own devices' rows of the identical host copy.
+        shared = place_for_mesh(design.arrays, mesh, batched=False)
         if mask is None:
             sharded = replicate_sharded(batched_fit_core, (None, 0, 0), mesh=mesh, **kw)
 
             def run(om, st, mk):
-                return sharded(design.arrays, om, st)
+                return sharded(shared, place_for_mesh(om, mesh, True), place_for_mesh(st, mesh, True))
         else:
             sharded = replicate_sharded(_batched_core_masked, (None, 0, 0, 0), mesh=mesh, **kw)
 
             def run(om, st, mk):
-                return sharded(design.arrays, om, st, mk)
+                return sharded(shared, *(place_for_mesh(x, mesh, True) for x in (om, st, mk)))
     else:
         def run(om, st, mk):
             return batched_fit_core_jit(design.arrays, om, st, mask=mk, **kw)
@@ -461,8 +465,8 @@ def fit_batch(design: Design, model: str | ModelSpec, omega, *, starts=None, mas
             rows = np.arange(lo, min(lo + chunk, n_rows))
             take = np.concatenate([rows, np.repeat(rows[:1], chunk - rows.size)])  # pad: one compiled shape
             mk = None if mask is None else mask[take]  # host arrays: jnp.asarray compiles copies
-            out = run(rows_omega[take], rows_start[take], mk)
-            parts.append([np.asarray(value)[: rows.size] for value in out])
+            out = to_host(run(rows_omega[take], rows_start[take], mk))
+            parts.append([value[: rows.size] for value in out])
             bar.update(rows.size)
     core = FitCore(*[np.concatenate(field_parts) for field_parts in zip(*parts)])
     core = _select_starts(core, n_rep, n_starts)

@@ -46,7 +46,8 @@ from jax.sharding import PartitionSpec as P
 
 from . import _x64  # noqa: F401
 
-__all__ = ["REP", "replicate_mesh", "replicate_sharded", "shard_replicates", "pad_replicates", "padded_size"]
+__all__ = ["REP", "replicate_mesh", "replicate_sharded", "shard_replicates", "pad_replicates", "padded_size",
+           "place_for_mesh", "to_host"]
 
 REP = "rep"  # name of the replicate mesh axis
 
@@ -136,6 +137,25 @@ def _place(tree, sharding: NamedSharding, multi: bool):
     return jax.tree_util.tree_map(one, tree)
 
 
+def place_for_mesh(tree, mesh: Mesh, batched: bool):
+    """Inputs for a :func:`replicate_sharded` callable: split (``batched``) or replicated
+    over ``mesh``. Across processes this builds global arrays from every process' identical
+    host copy; within one process it is an ordinary ``device_put``."""
+    spec = P(mesh.axis_names[0]) if batched else P()
+    return _place(tree, NamedSharding(mesh, spec), _multi_process(mesh))
+
+
+def to_host(tree):
+    """numpy copies of every leaf; leaves spread over several processes are gathered first
+    (``process_allgather``), so every process receives the full replicate axis."""
+    leaves = jax.tree_util.tree_leaves(tree)
+    if any(isinstance(x, jax.Array) and not x.is_fully_addressable for x in leaves):
+        from jax.experimental import multihost_utils
+
+        tree = multihost_utils.process_allgather(tree, tiled=True)
+    return jax.tree_util.tree_map(np.asarray, tree)
+
+
 @lru_cache(maxsize=64)
 def _build(batched_fn, axes: tuple, mesh: Mesh, static: tuple):
     kwargs = dict(static)
@@ -223,9 +243,7 @@ def shard_replicates(batched_fn: Callable, *args, in_axes=0, devices: Sequence |
     fn = replicate_sharded(batched_fn, axes, mesh=mesh, **static)
     out = fn(*placed)
     if multi:
-        from jax.experimental import multihost_utils
-
-        out = multihost_utils.process_allgather(out, tiled=True)
+        out = to_host(out)
     if size == n:
         return out
     return jax.tree_util.tree_map(lambda x: x[:n], out)

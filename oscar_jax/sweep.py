@@ -63,6 +63,7 @@ from .params import Layout
 from .progress import progress
 from .sandwich import covariances, delta_se, targets
 from .simulate import TABLE_G1, SimParams, simulate, truth_of
+from .sharding import to_host
 from .spec import ModelSpec, parse_model
 from .validate import OscarInputError, check_positive_int
 
@@ -548,6 +549,19 @@ def sweep(ns: Sequence[int] = DEFAULT_NS, reps: int = 100, methods: Sequence = D
         programs += [sim] + list(fits.values())
     total = sum(reps * len(item[6]) for item in plan)
 
+    if jax.process_count() > 1:
+        # jax.distributed: every process simulates the same keys; inputs become global
+        # arrays over the mesh of all processes' devices and results are gathered back.
+        from .sharding import place_for_mesh, replicate_mesh
+
+        mesh = replicate_mesh()
+
+        def place(tree, batched):
+            return place_for_mesh(tree, mesh, batched)
+    else:
+        def place(tree, batched):
+            return tree
+
     frames, timings = [], []
     builder = _Builder(programs, ahead=compile_ahead)
     try:
@@ -560,14 +574,14 @@ def sweep(ns: Sequence[int] = DEFAULT_NS, reps: int = 100, methods: Sequence = D
                 chunks = {spec.name: [] for spec in todo}
                 clock = {spec.name: {"wait_s": 0.0, "compile_s": 0.0, "run_s": 0.0} for spec in todo}
                 for ci in range(n_chunks):
-                    data = sim(replicate_keys(seed, s.n, ci * size, (ci + 1) * size))
+                    data = sim(place(replicate_keys(seed, s.n, ci * size, (ci + 1) * size), True))
                     for spec in todo:
                         t1 = time.perf_counter()
                         ev, compile_s = builder.get(fits[spec.name])
                         t2 = time.perf_counter()
-                        out = ev(data, omega, true_s, true_kappa, true_q, jnp.float64(spec.ridge),
-                                 jnp.float64(spec.v_bound), jnp.float64(gtol))
-                        out = jax.tree_util.tree_map(np.asarray, out)
+                        shared = (omega, true_s, true_kappa, true_q, jnp.float64(spec.ridge),
+                                  jnp.float64(spec.v_bound), jnp.float64(gtol))
+                        out = to_host(ev(data, *place(shared, False)))
                         t3 = time.perf_counter()
                         clock[spec.name]["wait_s"] += t2 - t1
                         clock[spec.name]["compile_s"] += compile_s

@@ -162,3 +162,24 @@ def test_bench_cli_quick_counts_compilations(tmp_path):
         assert 1 <= r["compilations_warm"] <= 6 and r["compilations_cold"] <= 6
         assert r["cache_hits_warm"] == r["compilations_warm"]  # warm: every program from the cache
     assert len(out["run_all"]) == len(rows) and out["goals"]
+
+
+def test_bench_svi_quick_compares_with_nuts():
+    from benchmarks import bench_svi
+
+    out = bench_svi.main(["--quick"])
+    assert out["run_all"][0]["package_s"] > 0
+    for target in ("q", "kappa", "D"):
+        c = out["compare"][target]
+        # 300 records, 2 × 100 NUTS draws, 500 SVI steps: noisy, but a guide with a wrong
+        # location or scale lands several sd away or with no overlap at all
+        assert c["max_dmean_over_sd"] < 1.5 and 0.3 < c["width_ratio"] < 2.0 and c["coverage_ratio"] > 0.4, c
+
+
+def test_bench_processes_agreement_metric():
+    from benchmarks.bench_processes import max_abs_difference
+
+    a = '{"x": 1.0, "rows": [{"q": 0.25}, {"q": 0.5}], "name": "m", "ok": true}'
+    assert max_abs_difference(a, a) == 0.0
+    assert max_abs_difference(a, a.replace("0.25", "0.2500001")) == pytest.approx(1e-7)
+    assert max_abs_difference(a, a.replace('"x": 1.0, ', "")) == float("inf")  # a number went missing

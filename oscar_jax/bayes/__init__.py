@@ -26,6 +26,7 @@ from ._model import (
     unconstrained_from_theta,
 )
 from ._result import BayesResult, BayesWarning, compute_diagnostics
+from ._svi import SviSettings, VariationalWarning
 from ._sampler import (Draws, NutsSettings, marginal_win_prob, posterior_targets, sample_posterior,
                        sample_many, sample_posterior_jit, targets_of_draws)
 
@@ -39,6 +40,8 @@ __all__ = [
     "MAX_STORED_PROMPTS",
     "ModelData",
     "NutsSettings",
+    "SviSettings",
+    "VariationalWarning",
     "Priors",
     "candidate_effects",
     "compute_diagnostics",

@@ -168,7 +168,7 @@ def fit_bayes(data, model: str | ModelSpec = "oscar", *, prompt_effect: bool | s
               target_accept: float = 0.9, dense_mass: bool = True, max_tree_depth: int = 10,
               reference_judge: str | None = None, family_map=None, covariates=(), schema: str | None = None,
               bothbad: str = "tie", ci_prob: float = 0.95, keep_prompt_effects: bool | None = None,
-              warn: bool = True, show_progress: bool | None = None) -> BayesResult:
+              warn: bool = True, show_progress: bool | None = None, method: str = "nuts", svi=None) -> BayesResult:
     """Bayesian OSCAR: NUTS on the point fit's likelihood with Normal(0, 1/λ) priors.
 
     Parameters
@@ -218,6 +218,13 @@ def fit_bayes(data, model: str | ModelSpec = "oscar", *, prompt_effect: bool | s
         NUTS progress of chain 0: a tqdm bar on a terminal, a line on stderr every 30 s
         otherwise (``None``, the default; ``OSCAR_PROGRESS=0`` silences it), always
         (``True``) or never (``False``).
+    method
+        ``"nuts"`` (default) or ``"svi"``: variational inference on the same model
+        (NumPyro SVI, optax Adam, minibatches for large data; ``chains``/``warmup``/
+        ``draws``/NUTS options are then unused). See :mod:`oscar_jax.bayes._svi`.
+    svi
+        :class:`~oscar_jax.bayes.SviSettings` for ``method="svi"`` (guide, steps, learning
+        rate, batch size, draws); default ``SviSettings()``.
 
     Returns
     -------
@@ -233,6 +240,8 @@ def fit_bayes(data, model: str | ModelSpec = "oscar", *, prompt_effect: bool | s
     ['rank', 'candidate', 'score']
     """
     ci_prob = check_ci_prob(ci_prob)
+    if method not in ("nuts", "svi"):
+        raise OscarInputError(f"method must be 'nuts' or 'svi', got {method!r}")
     if prompt_effect is not None:
         _effect_kind(prompt_effect)
     if priors is None:
@@ -273,6 +282,12 @@ def fit_bayes(data, model: str | ModelSpec = "oscar", *, prompt_effect: bool | s
     keep = (design.n_clusters <= MAX_STORED_PROMPTS) if keep_prompt_effects is None else bool(keep_prompt_effects)
     n_clusters = design.n_clusters if kind else None
     md = model_data(design.arrays, mask, resolved, layout, prompt_effect=prompt_effect)
+    if method == "svi":
+        from ._svi import fit_bayes_svi
+
+        return fit_bayes_svi(design=design, spec=spec, eff=eff, layout=layout, mask=mask, priors=resolved, md=md,
+                             prompt_effect=prompt_effect, n_clusters=n_clusters, keep_prompt_effects=keep,
+                             notes=notes, seed=seed, ci_prob=ci_prob, ridge=ridge, settings=svi, warn=warn)
     start = time.perf_counter()
     with progress_reporter(settings, desc=f"NUTS {eff.name}"):
         out = sample_posterior_jit(jax.random.PRNGKey(int(seed)), md, layout=layout, n_clusters=n_clusters,

@@ -223,7 +223,8 @@ def posterior_targets(theta_free, sigma, free, layout: Layout) -> PosteriorTarge
     """
     theta = jnp.zeros(layout.n_theta, theta_free.dtype).at[free].set(theta_free)
     t = targets(theta, layout)
-    q = marginal_win_prob(t.h, t.gamma_bar, sigma)
+    # σ_u = 0 (the plain model): q = σ(h) exactly, without 401 quadrature nodes per pair.
+    q = jax.lax.cond(sigma > 0, lambda: marginal_win_prob(t.h, t.gamma_bar, sigma), lambda: jax.nn.sigmoid(t.h))
     c = layout.n_cand
     off = 1.0 - jnp.eye(c, dtype=q.dtype)
     q_field = jnp.sum(q * off, axis=1) / (c - 1)
@@ -241,7 +242,12 @@ def posterior_targets(theta_free, sigma, free, layout: Layout) -> PosteriorTarge
 def targets_of_draws(theta, sigma, free, layout: Layout) -> PosteriorTargets:
     """:func:`posterior_targets` over (C, S) draws."""
     fn = lambda th, sg: posterior_targets(th, sg, free, layout)  # noqa: E731
-    return jax.vmap(jax.vmap(fn))(theta, sigma)
+    # One draw at a time: the prompt-averaged q holds QUAD_NODES × C² values per draw
+    # (8 MB at C = 50; all 4000 draws at once needed 32 GB), and under vmap the σ_u = 0
+    # shortcut in posterior_targets would turn into computing both branches.
+    c, s = theta.shape[:2]
+    flat = jax.lax.map(lambda a: fn(*a), (theta.reshape((c * s,) + theta.shape[2:]), sigma.reshape(c * s)))
+    return jax.tree_util.tree_map(lambda x: x.reshape((c, s) + x.shape[1:]), flat)
 
 
 def _sample_many(keys, data: ModelData, *, layout: Layout, n_clusters: int | None, settings: NutsSettings,

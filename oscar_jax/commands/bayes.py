@@ -51,6 +51,16 @@ def add_arguments(parser):
     parser.add_argument("--out", default=None, metavar="DIR",
                         help="also write the posterior (netCDF), summary CSVs, result.json and PNG plots here")
     parser.add_argument("--no-plots", action="store_true", help="with --out: skip the PNG plots")
+    svi = parser.add_argument_group("variational inference (--method svi)")
+    svi.add_argument("--method", choices=["nuts", "svi"], default="nuts",
+                     help="nuts (default) or svi: a Gaussian approximation fitted by NumPyro SVI with optax Adam, "
+                          "minibatched on large data; much faster, intervals may be too narrow")
+    svi.add_argument("--guide", choices=["normal", "lowrank"], default="normal",
+                     help="SVI guide: normal (AutoNormal, mean-field) or lowrank (AutoLowRankMultivariateNormal)")
+    svi.add_argument("--svi-steps", type=int, default=3000, help="SVI optimizer steps (default 3000)")
+    svi.add_argument("--learning-rate", type=float, default=0.02, help="peak Adam learning rate (default 0.02)")
+    svi.add_argument("--batch-size", type=int, default=None,
+                     help="likelihood cells per SVI step (default: all up to 50,000, else 20,000)")
 
 
 def scaled(result, ci_prob: float, scale: str = "logit", anchor=None):
@@ -73,12 +83,19 @@ def _text(result, ci_prob: float, scale: str = "logit", anchor=None) -> str:
     lines = [
         f"Bayesian {result.effective_spec.name}{pe} — {d.n_records:,} records · {d.n_clusters:,} prompts · "
         f"{d.n_cand} candidates · {d.n_judge} judges",
-        f"reference judge: {shorten(d.judges[d.reference], 40)} · NUTS {diag['chains']} chains × "
-        f"({diag['warmup']} warm-up + {diag['draws']} draws) · seed {result.seed}",
-        f"diagnostics: max R-hat {_fmt_or(diag['max_rhat'], '.4f', 'n/a (one chain)')} · "
-        f"min ESS {_fmt_or(diag['min_ess'], '.0f', 'n/a')} · "
-        f"divergences {diag['divergences']} · {'ok' if diag['ok'] else 'POOR'}",
     ]
+    if diag.get("method") == "svi":
+        lines += [f"reference judge: {shorten(d.judges[d.reference], 40)} · SVI {diag['guide']} guide · "
+                  f"{diag['steps']} steps × {diag['batch_size']:,} of {diag['n_units']:,} cells · "
+                  f"{diag['draws']} draws · seed {result.seed}",
+                  f"ELBO: final loss {diag['final_loss']:.2f} · last-window change {diag['decrease_last_window']:.3g} "
+                  f"(noise {diag['noise_se']:.3g}) · {'plateau' if diag['plateau'] else 'NOT CONVERGED'}"]
+    else:
+        lines += [f"reference judge: {shorten(d.judges[d.reference], 40)} · NUTS {diag['chains']} chains × "
+                  f"({diag['warmup']} warm-up + {diag['draws']} draws) · seed {result.seed}",
+                  f"diagnostics: max R-hat {_fmt_or(diag['max_rhat'], '.4f', 'n/a (one chain)')} · "
+                  f"min ESS {_fmt_or(diag['min_ess'], '.0f', 'n/a')} · "
+                  f"divergences {diag['divergences']} · {'ok' if diag['ok'] else 'POOR'}"]
     lines += [f"note: {n}" for n in result.notes]
     lines += [f"warning: {m}" for m in diag["messages"]]
     sig = result.sigma_prompt(ci_prob)
@@ -108,6 +125,15 @@ def _text(result, ci_prob: float, scale: str = "logit", anchor=None) -> str:
     return "\n".join(line if "\n" in line else fill(line) for line in lines)
 
 
+def _svi_settings(args):
+    if args.method != "svi":
+        return None
+    from ..bayes import SviSettings
+
+    return SviSettings(guide=args.guide, steps=args.svi_steps, learning_rate=args.learning_rate,
+                       batch_size=args.batch_size)
+
+
 def run(args) -> int:
     from ..bayes import fit_bayes  # numpyro/arviz load only when this command runs
 
@@ -115,7 +141,7 @@ def run(args) -> int:
     effect = False if args.no_prompt_effect else args.prompt_effect
     result = fit_bayes(design, args.model, prompt_effect=effect, ridge=args.ridge, chains=args.chains,
                        warmup=args.warmup, draws=args.draws, seed=args.seed, target_accept=args.target_accept,
-                       ci_prob=args.ci_prob)
+                       ci_prob=args.ci_prob, method=args.method, svi=_svi_settings(args))
     if args.out:
         result.save(args.out, ci_prob=args.ci_prob, plots=not args.no_plots)
     if args.format == "json":

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from ..multiprocess import add_process_arguments
 from ..report import fill, fmt_ci, render_table, write_tables
 from ..resample import bootstrap
 from ..summaries import header
@@ -30,6 +31,7 @@ def add_arguments(parser):
                         help="replicates per compiled call (bounds memory; default automatic)")
     add_scale_arguments(parser)
     add_output_arguments(parser)
+    add_process_arguments(parser)
 
 
 def add_scale_arguments(parser):

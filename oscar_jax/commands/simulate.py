@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..multiprocess import add_process_arguments
 from ..report import render_table, write_tables
 from ..sweep import DEFAULT_METHODS, DEFAULT_NS, TABLE_G2_CONTROLS, Setting, settings_grid, sweep
 from ..validate import OscarInputError
@@ -80,6 +81,7 @@ def add_arguments(parser):
                         help="stdout format (json: a list of summary rows)")
     parser.add_argument("--out", default=None, metavar="DIR",
                         help="write summary/per-replicate/difference CSVs, result.json, summary.md and PNG plots")
+    add_process_arguments(parser)
 
 
 def _settings(args) -> tuple[list[Setting], dict | None]:
