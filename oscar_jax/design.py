@@ -131,11 +131,13 @@ def _components(a: np.ndarray, b: np.ndarray, n: int) -> tuple[int, np.ndarray]:
 
 
 def _warn_dominant_length(log_ratio: np.ndarray, la: np.ndarray, lb: np.ndarray) -> None:
-    """Warn when one record carries most of Σ(ℓ − ℓ̄)², and so sets s_L for everyone.
+    """Warn when one outlying record carries most of Σ(ℓ − ℓ̄)², and so sets s_L for everyone.
 
     s_L is the standard deviation of the log length ratios (method §3.2, divisor N), which
     a single absurd length (a unit or parsing error) can inflate without bound, shrinking
-    every other record's L towards 0 and inflating β_len.
+    every other record's L towards 0 and inflating β_len. A large share alone is common in
+    small data with honest lengths, so the record must also lie more than 10 standard
+    deviations of the other records from their mean.
     """
     n = len(log_ratio)
     dev = (log_ratio - log_ratio.mean()) ** 2
@@ -143,7 +145,9 @@ def _warn_dominant_length(log_ratio: np.ndarray, la: np.ndarray, lb: np.ndarray)
     if n < 10 or total <= 0:
         return
     i = int(np.argmax(dev))
-    if dev[i] / total > 0.25:
+    others = np.delete(log_ratio, i)
+    outlying = abs(log_ratio[i] - others.mean()) > 10 * others.std()
+    if dev[i] / total > 0.25 and outlying:
         side, value = ("len_a", la[i]) if abs(np.log1p(la[i]) - np.median(np.log1p(la))) >= \
             abs(np.log1p(lb[i]) - np.median(np.log1p(lb))) else ("len_b", lb[i])
         warnings.warn(

@@ -78,14 +78,16 @@ def _flag_text(value) -> str:
 def _flags(result: FitResult, table: pd.DataFrame, which: str, key: str, payload: dict | None) -> dict[str, str]:
     """name → flags of ``candidates`` or ``judges``, from the tidy table or the JSON entries.
 
-    Results that carry no flags give an empty mapping (the column is then left out).
+    Results with no flag raised give an empty mapping (the column is then left out).
     """
+    found = {}
     if "flags" in table.columns:
-        return {str(n): _flag_text(f) for n, f in zip(table[key], table["flags"])}
-    entries = (payload or {}).get(which) or []
-    if entries and any("flags" in e for e in entries):
-        return {str(e.get(key)): _flag_text(e.get("flags")) for e in entries}
-    return {}
+        found = {str(n): _flag_text(f) for n, f in zip(table[key], table["flags"])}
+    else:
+        entries = (payload or {}).get(which) or []
+        if entries and any("flags" in e for e in entries):
+            found = {str(e.get(key)): _flag_text(e.get("flags")) for e in entries}
+    return found if any(found.values()) else {}
 
 
 def _table(headers: list[tuple[str, str]], rows: list[list[str]]) -> str:

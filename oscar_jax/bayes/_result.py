@@ -171,7 +171,7 @@ class BayesResult:
             return np.asarray(post[name].values)
         fixed = self.idata.constant_data[f"{name}_fixed"]
         index = {j: i for i, j in enumerate(self.design.judges)}
-        lead = (self.settings.chains, self.settings.draws)
+        lead = (post.sizes["chain"], post.sizes["draw"])  # NUTS chains, or SVI's single "chain"
         out = np.empty(lead + (self.design.n_judge,) + fixed.shape[1:])
         if name in post:
             out[:, :, [index[j] for j in post[name][dim].values]] = post[name].values

@@ -143,7 +143,11 @@ def _minibatch(data: ModelData, idx, scale, prompt_effect: bool) -> ModelData:
         sub = arr._replace(pair_cell=arr.pair_cell[idx], pair_g=arr.pair_g[idx])
     else:
         sub = arr._replace(a=arr.a[idx], b=arr.b[idx], k=arr.k[idx], z=arr.z[idx])
-    return data._replace(arrays=sub, stats=data.stats[idx] * scale)
+    out = data._replace(arrays=sub, stats=data.stats[idx] * scale)
+    if getattr(data, "occ", None) is not None:  # prompt × candidate effect: the pairs' occurrences follow them
+        out = out._replace(occ=data.occ._replace(pair_occ_a=data.occ.pair_occ_a[idx],
+                                                 pair_occ_b=data.occ.pair_occ_b[idx]))
+    return out
 
 
 def _guide(model, settings: SviSettings, init_values: dict):
@@ -238,7 +242,7 @@ def svi_sample_stats(losses) -> xr.Dataset:
                       coords={"svi_step": np.arange(loss.size)})
 
 
-def fit_bayes_svi(*, design, spec, eff, layout, mask, priors, md: ModelData, prompt_effect: bool,
+def fit_bayes_svi(*, design, spec, eff, layout, mask, priors, md: ModelData, prompt_effect: str | bool,
                   n_clusters: int | None, keep_prompt_effects: bool, notes: list, seed: int, ci_prob: float,
                   ridge, settings: SviSettings | None, warn: bool):
     """The SVI branch of :func:`~oscar_jax.bayes.fit_bayes` (validated inputs in, BayesResult out)."""
@@ -273,7 +277,7 @@ def fit_bayes_svi(*, design, spec, eff, layout, mask, priors, md: ModelData, pro
                    "n_units": n_units, "draws": settings.draws, **plateau, "ok": not messages,
                    "messages": messages}
     guide_name = "AutoNormal" if settings.guide == "normal" else "AutoLowRankMultivariateNormal"
-    attrs = {"oscar_model": eff.name, "prompt_effect": int(prompt_effect), "seed": int(seed),
+    attrs = {"oscar_model": eff.name, "prompt_effect": prompt_effect or "none", "seed": int(seed),
              "inference_library": "numpyro", "sampler": f"SVI ({guide_name}, optax Adam, {settings.steps} steps)"}
     idata = to_datatree(draws, design, layout, mask, prompt_effect=prompt_effect,
                         keep_prompt_effects=keep_prompt_effects, attrs=attrs)
@@ -282,7 +286,7 @@ def fit_bayes_svi(*, design, spec, eff, layout, mask, priors, md: ModelData, pro
     if batch is not None:
         notes.append(f"SVI minibatches: {batch:,} of {n_units:,} likelihood units per step")
     result = BayesResult(design=design, spec=spec, effective_spec=eff, layout=layout, mask=mask, priors=priors,
-                         settings=settings, prompt_effect=bool(prompt_effect), seed=int(seed), idata=idata,
+                         settings=settings, prompt_effect=prompt_effect, seed=int(seed), idata=idata,
                          diagnostics=diagnostics, notes=tuple(design.notes) + tuple(notes), ci_prob=ci_prob,
                          timing={"point_fit_s": point_s, "svi_s_including_compile": svi_s})
     if warn:
