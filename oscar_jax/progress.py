@@ -123,17 +123,19 @@ def announce(text: str) -> None:
 
 
 @contextmanager
-def progress(total: int, desc: str, enabled: bool | None = None, unit: str = "fit"):
+def progress(total: int, desc: str, enabled: bool | None = None, unit: str = "fit", lines: bool = True,
+             every_s: float | None = None):
     """Context manager yielding an object with ``update(n)``.
 
     ``enabled=None`` (default): a bar on a terminal, periodic lines otherwise;
     ``enabled=False`` or ``OSCAR_PROGRESS=0``: nothing; ``enabled=True``: the bar.
+    ``lines=False``: no periodic lines off a terminal; ``every_s`` overrides their period.
     """
     if not _enabled(enabled):
-        if enabled is False or _silenced():
+        if enabled is False or _silenced() or not lines:
             yield _Null()
             return
-        log = LogLines(total, desc, unit).start_timer()
+        log = LogLines(total, desc, unit, every=every_s).start_timer()
         try:
             yield log
         finally:

@@ -50,7 +50,7 @@ def _hessian(problem, at):
 
 @pytest.fixture(scope="module")
 def mean_field(problem):
-    return fit_bayes(problem[0], MODEL, method="svi", svi=SviSettings(steps=2500), warn=False)
+    return fit_bayes(problem[0], MODEL, method="svi", prompt_effect=False, svi=SviSettings(steps=2500), warn=False)
 
 
 @pytest.mark.slow
@@ -68,7 +68,7 @@ def test_mean_field_sd_is_one_over_sqrt_precision_diagonal(problem, mean_field):
 
 @pytest.mark.slow
 def test_lowrank_guide_recovers_the_marginal_sd(problem, mean_field):
-    low = fit_bayes(problem[0], MODEL, method="svi", svi=SviSettings(steps=2500, guide="lowrank"), warn=False)
+    low = fit_bayes(problem[0], MODEL, method="svi", prompt_effect=False, svi=SviSettings(steps=2500, guide="lowrank"), warn=False)
     w = _w_draws(low, problem[2])
     full = np.sqrt(np.diag(np.linalg.inv(_hessian(problem, w.mean(0)))))
     ratio = w.std(0) / full
@@ -78,7 +78,7 @@ def test_lowrank_guide_recovers_the_marginal_sd(problem, mean_field):
 @pytest.mark.slow
 def test_minibatched_svi_agrees_with_full_batch(problem, mean_field):
     md = problem[2]
-    mini = fit_bayes(problem[0], MODEL, method="svi", svi=SviSettings(steps=2500, batch_size=200), warn=False)
+    mini = fit_bayes(problem[0], MODEL, method="svi", prompt_effect=False, svi=SviSettings(steps=2500, batch_size=200), warn=False)
     assert mini.diagnostics["minibatched"] and mini.diagnostics["batch_size"] == 200
     w_full, w_mini = _w_draws(mean_field, md), _w_draws(mini, md)
     sd = w_full.std(0)
@@ -129,7 +129,7 @@ def test_elbo_plateau_detects_a_falling_loss():
 
 def test_svi_warns_that_intervals_may_be_narrow(problem):
     with pytest.warns(VariationalWarning, match="too narrow"):
-        fit_bayes(problem[0], MODEL, method="svi", svi=SviSettings(steps=100, draws=50))
+        fit_bayes(problem[0], MODEL, method="svi", prompt_effect=False, svi=SviSettings(steps=100, draws=50))
 
 
 @pytest.mark.parametrize("kwargs, message", [
@@ -158,7 +158,7 @@ def test_cli_bayes_svi_json(tmp_path, capsys):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", VariationalWarning)
         code = main(["bayes", str(path), "--model", MODEL, "--reference-judge", "judge0", "--method", "svi",
-                     "--svi-steps", "400", "--format", "json"])
+                     "--svi-steps", "400", "--no-prompt-effect", "--format", "json"])
     assert code == 0
     out = json.loads(capsys.readouterr().out)
     assert out["diagnostics"]["method"] == "svi" and out["diagnostics"]["steps"] == 400

@@ -159,7 +159,8 @@ def test_bench_cli_quick_counts_compilations(tmp_path):
     rows = out["rows"]
     assert {r["command"] for r in rows} == {"fit json", "fit table"}
     for r in rows:
-        assert 1 <= r["compilations_warm"] <= 6 and r["compilations_cold"] <= 6
+        # six programs per fitted model; this small file also fits the smaller model for the advice
+        assert 1 <= r["compilations_warm"] <= 12 and r["compilations_cold"] <= 12
         assert r["cache_hits_warm"] == r["compilations_warm"]  # warm: every program from the cache
     assert len(out["run_all"]) == len(rows) and out["goals"]
 

@@ -1,6 +1,7 @@
 """One R-hat threshold and wording (bayes, audit) and periodic progress lines off a terminal."""
 
 import math
+import time
 
 from oscar_jax.convergence import RHAT_MAX, rhat_flag, rhat_message, rhat_ok
 from oscar_jax.progress import progress
@@ -28,8 +29,13 @@ def test_progress_lines_off_a_terminal(monkeypatch, capsys):
     with progress(10, "NUTS test", unit="it", lines=True, every_s=3600.0) as bar:
         for _ in range(10):
             bar.update(1)
+    assert capsys.readouterr().err == ""  # a short run reports nothing
+    with progress(10, "NUTS test", unit="it", lines=True, every_s=0.001) as bar:
+        for _ in range(10):
+            time.sleep(0.005)
+            bar.update(1)
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == [err[0]] and err[0].startswith("NUTS test: 10/10 it (100%)")  # only the final line
+    assert err and err[-1].startswith("oscar: NUTS test 10/10 its (100%)")  # ends with the final count
     monkeypatch.setenv("OSCAR_PROGRESS", "0")
     with progress(10, "NUTS test", unit="it", lines=True) as bar:
         bar.update(10)
