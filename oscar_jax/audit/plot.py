@@ -31,7 +31,9 @@ def plot_effects(result, path, methods=("ttest_runs", "bootstrap_items", "bayes_
     metrics = list(dict.fromkeys(eff["metric"]))
     if not metrics:
         metrics = ["none"]
-    fig, axes = plt.subplots(1, len(metrics), figsize=(4.2 * len(metrics) + 1.5, 0.45 * 8 + 1.6), squeeze=False)
+    # Room for every condition's label: the height grows with the longest condition list.
+    n_cond = max([eff.loc[eff["metric"] == m, "condition"].nunique() for m in metrics] + [8])
+    fig, axes = plt.subplots(1, len(metrics), figsize=(4.2 * len(metrics) + 1.5, 0.45 * n_cond + 1.6), squeeze=False)
     colour = {m: OKABE_ITO[i % len(OKABE_ITO)] for i, m in enumerate(methods)}
     for ax, metric in zip(axes[0], metrics):
         block = eff[eff["metric"] == metric]
