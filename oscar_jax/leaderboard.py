@@ -50,6 +50,7 @@ __all__ = [
     "ELO_BASE",
     "ELO_SLOPE",
     "SCALES",
+    "theta_draws",
     "arena_leaderboard",
     "arena_text",
     "draw_intervals",
@@ -182,7 +183,7 @@ def _lookup(obj, attr):
     return obj.get(attr) if isinstance(obj, dict) else getattr(obj, attr, None)
 
 
-def _theta_draws(obj, layout, kind: str) -> tuple[np.ndarray, int]:
+def theta_draws(obj, layout, kind: str) -> tuple[np.ndarray, int]:
     """(B, P) θ draws and the number of draws left out as failed (reported, not hidden).
 
     Understands ``resample.BootstrapResult`` (``batch.theta``, ``batch.valid``),
@@ -286,7 +287,7 @@ def interval_draws(kind: str, result: FitResult, *, replicates: int = 500, seed:
         if prompt_effect is not None and "prompt_effect" in params:
             extra["prompt_effect"] = prompt_effect
         out = fn(result.design, result.spec, seed=seed, **extra)
-    return _theta_draws(out, result.layout, kind)
+    return theta_draws(out, result.layout, kind)
 
 
 def _quantiles(values: np.ndarray, ci_prob: float) -> tuple[np.ndarray, np.ndarray]:

@@ -168,19 +168,19 @@ def test_draws_from_provider_results(result):
 
     import xarray as xr
 
-    from oscar_jax.leaderboard import _theta_draws
+    from oscar_jax.leaderboard import theta_draws
 
     theta = np.tile(result.theta, (6, 1))
     valid = np.array([True, True, False, True, True, True])
     boot = types.SimpleNamespace(batch=types.SimpleNamespace(theta=theta, valid=valid))
-    draws, failed = _theta_draws(boot, result.layout, "bootstrap")
+    draws, failed = theta_draws(boot, result.layout, "bootstrap")
     assert draws.shape == (5, result.layout.n_theta) and failed == 1
     mask = np.ones(result.layout.n_theta)
     mask[-1] = 0.0  # a coordinate B.2 held at zero is not sampled
     free = np.broadcast_to(result.theta[:-1], (2, 3, result.layout.n_theta - 1))
     post = types.SimpleNamespace(idata=types.SimpleNamespace(
         posterior=xr.Dataset({"theta": (("chain", "draw", "parameter"), free)})), mask=mask)
-    draws, failed = _theta_draws(post, result.layout, "bayes")
+    draws, failed = theta_draws(post, result.layout, "bayes")
     assert draws.shape == (6, result.layout.n_theta) and failed == 0
     assert np.all(draws[:, -1] == 0.0)
     np.testing.assert_array_equal(draws[:, :-1], free.reshape(6, -1))

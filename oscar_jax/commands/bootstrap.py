@@ -47,10 +47,10 @@ def add_scale_arguments(parser):
 
 def scaled(boot, scale: str = "logit", anchor=None):
     """(board, leaderboard) of a bootstrap on ``scale``: percentile intervals of x = γ̄·s."""
-    from ..leaderboard import _theta_draws
+    from ..leaderboard import theta_draws
     from ..scales import rescore, scaled_board
 
-    draws, _ = _theta_draws(boot, boot.full.layout, "bootstrap")
+    draws, _ = theta_draws(boot, boot.full.layout, "bootstrap")
     if scale == "winrate":
         name = None if anchor is None else anchor.rpartition("=")[0] or anchor
         board = scaled_board(boot.full, ci="bootstrap", scale=scale, baseline=name, draws=draws)
