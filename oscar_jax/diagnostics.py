@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from .links import sigmoid
 from .results import FitResult
 from .validate import OscarInputError
 
@@ -52,13 +53,9 @@ def median_abs_log_discrepancy(table: pd.DataFrame) -> float:
     return float(np.median(v)) if v.size else float("nan")
 
 
-def _sigmoid(x):
-    return 1.0 / (1.0 + np.exp(-x))
-
-
 def balanced_mean(x, beta, gamma=1.0, first_prob=0.5):
     """m(x) = p σ(γx + β) + (1 − p) σ(γx − β): order-averaged preference (Section 4.1)."""
-    return first_prob * _sigmoid(gamma * x + beta) + (1.0 - first_prob) * _sigmoid(gamma * x - beta)
+    return first_prob * sigmoid(gamma * x + beta) + (1.0 - first_prob) * sigmoid(gamma * x - beta)
 
 
 def logit_slope_at_zero(beta, gamma=1.0):
@@ -88,7 +85,7 @@ def population_gamma_no_position(x, m):
     m = np.asarray(m, dtype=float)
 
     def foc(g):
-        return float(np.sum(x * (_sigmoid(g * x) - m)))
+        return float(np.sum(x * (sigmoid(g * x) - m)))
 
     if foc(0.0) >= 0:
         return 0.0

@@ -33,6 +33,7 @@ import pandas as pd
 from .data import load_judgments
 from .design import Design, build_design
 from .fit import as_design, fit
+from .links import sigmoid
 from .refit import LOSS_CLIP
 from .resample import _percentiles, bootstrap_weights, fit_batch, prompt_folds
 from .validate import OscarInputError, check_ci_prob, check_positive_int
@@ -83,7 +84,7 @@ def calibrate(x, y, w, *, ridge: float = CALIBRATION_RIDGE) -> np.ndarray:
     eye = ridge * np.eye(2)
     for _ in range(_NEWTON_STEPS):
         eta = alpha[..., :1] + alpha[..., 1:] * x
-        p = 0.5 * (1.0 + np.tanh(0.5 * eta))  # σ(η), stable for large |η|
+        p = sigmoid(eta)  # σ(η), stable for large |η|
         r = w * (p - y)
         g = np.stack([r.sum(-1), (r * x).sum(-1)], -1) + ridge * alpha
         c = w * p * (1.0 - p)
@@ -115,7 +116,7 @@ def heldout_log_loss(x, y, w, groups, *, ridge: float = CALIBRATION_RIDGE) -> tu
     held = groups[None, :] == ids[:, None]  # (n_groups, N)
     alphas = calibrate(x[..., None, :], y, w[..., None, :] * ~held, ridge=ridge)  # (..., n_groups, 2)
     eta = alphas[..., 0:1] + alphas[..., 1:2] * x[..., None, :]
-    p = 0.5 * (1.0 + np.tanh(0.5 * eta))
+    p = sigmoid(eta)
     loss = (_log_loss(y, p) * w[..., None, :] * held).sum((-1, -2))
     return loss / w.sum(-1), alphas
 

@@ -172,11 +172,11 @@ def _free_phi(layout, mask):
 
 def _certificate(stats, eta, x_theta, theta_free, ridge) -> bool:
     """True when Stiemke's certificate proves there is no separation (module docstring)."""
-    from .results import _sigmoid
+    from .links import sigmoid
 
     w, wy = stats[:, 0], stats[:, 1]
     live = w > 0
-    p = _sigmoid(eta)
+    p = sigmoid(eta)
     alpha = wy * (1.0 - p)
     beta = (w - wy) * p
     has_a, has_b = wy > 0, (w - wy) > 0

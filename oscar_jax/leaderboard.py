@@ -40,6 +40,7 @@ from statistics import NormalDist
 
 from .program_cache import persistent_jit
 from .report import render_table, shorten
+from .links import sigmoid
 from .results import FitResult
 from .sandwich import delta_se, targets, targets_batch_jit
 from .validate import OscarInputError, check_choice, check_ci_prob, check_positive_int, resolve_name
@@ -305,12 +306,11 @@ def draw_intervals(result: FitResult, draws, ci_prob: float | None = None) -> di
     ci_prob = check_ci_prob(result.ci_prob if ci_prob is None else ci_prob)
     draws = np.asarray(draws, dtype=float)
     t = jax.tree_util.tree_map(np.asarray, targets_batch_jit(draws, result.layout))
-    sig = lambda v: 1.0 / (1.0 + np.exp(-v))  # noqa: E731
     out = {"s": _quantiles(t.s, ci_prob)}
     lo, hi = _quantiles(t.h, ci_prob)
-    out["q"] = (sig(lo), sig(hi))
+    out["q"] = (sigmoid(lo), sigmoid(hi))
     lo, hi = _quantiles(t.field, ci_prob)
-    out["q_field"] = (sig(lo), sig(hi))
+    out["q_field"] = (sigmoid(lo), sigmoid(hi))
     lo, hi = _quantiles(t.log_kappa, ci_prob)
     out["kappa"] = (np.exp(lo), np.exp(hi))
     return out

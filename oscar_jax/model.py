@@ -22,6 +22,7 @@ import jax
 import jax.numpy as jnp
 
 from . import _x64  # noqa: F401  (float64 before any array exists)
+from .links import sigmoid, softplus
 from .params import Layout
 
 __all__ = [
@@ -88,30 +89,6 @@ def _davidson_logp(eta, tau):
     """log (P(A), P(B), P(tie)) = log softmax(η/2, −η/2, τ) (Davidson 1970, Appendix E.1)."""
     logits = jnp.stack([0.5 * eta, -0.5 * eta, tau])
     return logits - jax.nn.logsumexp(logits, axis=0)
-
-
-def _sigmoid(x):
-    # From e = exp(−|x|) in (0, 1]: never overflows, and shares the exponential with
-    # softplus below.
-    e = jnp.exp(-jnp.abs(x))
-    return jnp.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
-
-
-@jax.custom_jvp
-def softplus(x):
-    """log(1 + eˣ) = max(x, 0) + log1p(e^{−|x|}): no overflow for any x.
-
-    Its derivative is σ(x), computed from the same exponential (no logarithm): on CPU a
-    float64 log1p costs ~4 exponentials, so derivatives that avoid it matter for the
-    Newton solver, which needs ψ', ψ'' for every record at every step.
-    """
-    return jnp.maximum(x, 0.0) + jnp.log1p(jnp.exp(-jnp.abs(x)))
-
-
-@softplus.defjvp
-def _softplus_jvp(primals, tangents):
-    (x,), (dx,) = primals, tangents
-    return softplus(x), _sigmoid(x) * dx
 
 
 def _tie_loss(eta, tau, stats, davidson: bool):
@@ -305,7 +282,7 @@ def local_expected_stats(phi_loc, z, stats, layout: Layout):
         _, _, _, tau = _read(phi_loc, layout)
         pa, _, pt = jnp.exp(_davidson_logp(eta, tau))
         return jnp.stack([w, w * (pa + 0.5 * pt), w * pt])
-    return jnp.stack([w, w * _sigmoid(eta), stats[2]])
+    return jnp.stack([w, w * sigmoid(eta), stats[2]])
 
 
 def local_index(layout: Layout, a, b, k):

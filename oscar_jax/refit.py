@@ -32,6 +32,7 @@ import pandas as pd
 from . import _x64  # noqa: F401
 from .derivatives import cell_probabilities
 from .design import Design, DesignArrays, cell_stats_from_cluster_weights
+from .links import net_preference
 from .fit import as_design
 from .model import local_loss
 from .params import Layout
@@ -476,7 +477,7 @@ class FixedScoreRefit:
 
     @property
     def D(self) -> np.ndarray:
-        return np.tanh(self.beta_pos / 2.0)
+        return net_preference(self.beta_pos)
 
     @property
     def predicted(self) -> np.ndarray:

@@ -36,6 +36,7 @@ import pandas as pd
 from . import _x64  # noqa: F401
 from .batching import default_vmap_width, map_replicates
 from .core import FitCore, fit_core
+from .links import net_preference, sigmoid
 from .design import Design
 from .fit import _starts_for, as_design, fit
 from .params import Layout
@@ -487,10 +488,6 @@ def _percentiles(draws: np.ndarray, ci_prob: float, method: str = "linear") -> t
     return np.where(all_nan, np.nan, lo), np.where(all_nan, np.nan, hi)
 
 
-def _sigmoid(x):
-    return 1.0 / (1.0 + np.exp(-x))
-
-
 def _clean(x):
     if isinstance(x, (float, np.floating)):
         return None if not math.isfinite(float(x)) else float(x)
@@ -542,11 +539,11 @@ class BootstrapResult:
         if name == "kappa":
             return np.exp(t.log_kappa[v])
         if name == "q":
-            return _sigmoid(t.h[v])
+            return sigmoid(t.h[v])
         if name == "field":
-            return _sigmoid(t.field[v])
+            return sigmoid(t.field[v])
         if name == "D":
-            return np.tanh(self.batch.coefficient("pos")[v] / 2.0)
+            return net_preference(self.batch.coefficient("pos")[v])
         return self.batch.coefficient(name)[v]
 
     def _ci(self, name: str):
@@ -597,7 +594,7 @@ class BootstrapResult:
             "score": self.full.scores,
             "score_lo": s_lo,
             "score_hi": s_hi,
-            "q_field": _sigmoid(self.full._targets.field),
+            "q_field": sigmoid(self.full._targets.field),
             "q_field_lo": q_lo,
             "q_field_hi": q_hi,
             "p_best": p_best,
@@ -638,7 +635,7 @@ class BootstrapResult:
             rows[f"beta_{term}_hi"] = np.where(kept[term], hi, np.nan)
             if term == "pos":
                 d_lo, d_hi = self._ci("D")
-                rows["D"] = np.where(kept["pos"], np.tanh(p.beta_pos / 2.0), np.nan)
+                rows["D"] = np.where(kept["pos"], net_preference(p.beta_pos), np.nan)
                 rows["D_lo"] = np.where(kept["pos"], d_lo, np.nan)
                 rows["D_hi"] = np.where(kept["pos"], d_hi, np.nan)
         if full.layout.structure.davidson:

@@ -17,6 +17,7 @@ from .params import Layout, Params
 from .program_cache import persistent_jit
 from .sandwich import Covariances, covariances, target_se, targets_jit
 from .solver import STATUS
+from .links import net_preference, sigmoid
 from .spec import ModelSpec
 from .validate import check_choice
 
@@ -25,11 +26,6 @@ __all__ = ["FitResult", "covariances_jit"]
 covariances_jit = persistent_jit(covariances, static_argnames=("layout", "n_clusters"))
 
 _CI_KINDS = ("sandwich", "model")
-
-
-def _sigmoid(x):
-    # tanh form: no overflow for the |x| in the hundreds of a flagged interval's end.
-    return 0.5 * (1.0 + np.tanh(0.5 * np.asarray(x, dtype=float)))
 
 
 def _exp(x):
@@ -124,7 +120,7 @@ class FitResult:
     @property
     def D(self) -> np.ndarray:
         """D_k = tanh(β_pos,k / 2): net first-slot preference (Section 3.2)."""
-        return np.tanh(self.params.beta_pos / 2.0)
+        return net_preference(self.params.beta_pos)
 
     @property
     def gamma_bar(self) -> float:
@@ -133,7 +129,7 @@ class FitResult:
     @property
     def win_prob(self) -> np.ndarray:
         """q_ij = σ(γ̄ (s_i − s_j)), bias terms at zero (Eq. 3)."""
-        return _sigmoid(self._targets.h)
+        return sigmoid(self._targets.h)
 
     # ---------------------------------------------------------------- inference
     def covariance(self, kind: str = "sandwich") -> np.ndarray:
@@ -276,9 +272,9 @@ class FitResult:
             "score": t.s,
             "score_lo": t.s - z * se_t.s,
             "score_hi": t.s + z * se_t.s,
-            "q_field": _sigmoid(t.field),
-            "q_field_lo": _sigmoid(t.field - z * se_t.field),
-            "q_field_hi": _sigmoid(t.field + z * se_t.field),
+            "q_field": sigmoid(t.field),
+            "q_field_lo": sigmoid(t.field - z * se_t.field),
+            "q_field_hi": sigmoid(t.field + z * se_t.field),
             "votes": [self.design.counts["candidate_votes"][c] for c in names],
             "contraction": self.identification.candidate_contraction,
             "flags": [",".join(f) for f in self.flags(ci)[0]],
@@ -308,9 +304,9 @@ class FitResult:
             "kappa_lo": _exp(t.log_kappa - z * se_t.log_kappa),
             "kappa_hi": _exp(t.log_kappa + z * se_t.log_kappa),
             "beta_pos": np.where(kept["pos"], p.beta_pos, np.nan),
-            "D": np.where(kept["pos"], np.tanh(p.beta_pos / 2), np.nan),
-            "D_lo": np.where(kept["pos"], np.tanh((p.beta_pos - z * se_pos) / 2), np.nan),
-            "D_hi": np.where(kept["pos"], np.tanh((p.beta_pos + z * se_pos) / 2), np.nan),
+            "D": np.where(kept["pos"], net_preference(p.beta_pos), np.nan),
+            "D_lo": np.where(kept["pos"], net_preference(p.beta_pos - z * se_pos), np.nan),
+            "D_hi": np.where(kept["pos"], net_preference(p.beta_pos + z * se_pos), np.nan),
             "beta_len": np.where(kept["len"], p.beta_len, np.nan),
             "beta_fam": np.where(kept["fam"], p.beta_fam, np.nan),
         }
@@ -349,13 +345,13 @@ class FitResult:
         z = self.z
         names = self.design.candidates
         if not long:
-            return pd.DataFrame(_sigmoid(h), index=names, columns=names)
+            return pd.DataFrame(sigmoid(h), index=names, columns=names)
         i, j = np.where(~np.eye(len(names), dtype=bool))
         return pd.DataFrame({
             "a": [names[x] for x in i], "b": [names[x] for x in j],
-            "q": _sigmoid(h[i, j]),
-            "lo": _sigmoid(h[i, j] - z * se_t.h[i, j]),
-            "hi": _sigmoid(h[i, j] + z * se_t.h[i, j]),
+            "q": sigmoid(h[i, j]),
+            "lo": sigmoid(h[i, j] - z * se_t.h[i, j]),
+            "hi": sigmoid(h[i, j] + z * se_t.h[i, j]),
             "se_logit": se_t.h[i, j],
         })
 

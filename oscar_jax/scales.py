@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from .leaderboard import ELO_SLOPE, arena_leaderboard, rank_ub
+from .links import sigmoid
 from .validate import OscarInputError
 
 __all__ = ["SCORE_SCALES", "draws_board", "fastchat_table", "rescore", "scale_label", "scaled_board"]
@@ -48,9 +49,8 @@ def scaled_board(result, *, ci: str = "sandwich", scale: str = "logit", anchor=N
     if anchor is not None:
         raise OscarInputError("--scale winrate compares with the baseline; it takes no separate --anchor value")
     board = arena_leaderboard(result, ci=ci, scale="logit", anchor=(baseline, 0.0), draws=draws)
-    sig = lambda v: 100.0 / (1.0 + np.exp(-np.asarray(v, dtype=float)))  # noqa: E731
     out = board.copy()
-    out["score"], out["lo"], out["hi"] = sig(board["logit"]), sig(board["logit_lo"]), sig(board["logit_hi"])
+    out["score"], out["lo"], out["hi"] = 100.0 * sigmoid(board["logit"]), 100.0 * sigmoid(board["logit_lo"]), 100.0 * sigmoid(board["logit_hi"])
     out["plus"], out["minus"] = out["hi"] - out["score"], out["score"] - out["lo"]
     out["rank_ub"] = rank_ub(out["lo"], out["hi"])
     out.attrs = dict(board.attrs, scale="winrate", baseline=board.attrs["anchor"])
@@ -111,7 +111,7 @@ def draws_board(x_draws, names, votes, *, scale: str = "logit", ci_prob: float =
         base = offset if name is not None and value is not None else ELO_BASE
         f = lambda v: base + ELO_SLOPE * v  # noqa: E731
     elif scale == "winrate":
-        f = lambda v: 100.0 / (1.0 + np.exp(-v))  # noqa: E731
+        f = lambda v: 100.0 * sigmoid(v)  # noqa: E731
     else:
         f = lambda v: offset + v  # noqa: E731
     frame = pd.DataFrame({"candidate": names, "score": f(x), "lo": f(lo), "hi": f(hi),

@@ -57,6 +57,7 @@ import numpy as np
 import pandas as pd
 
 from . import _x64  # noqa: F401
+from .links import net_preference, sigmoid
 from .validate import OscarInputError, check_positive_int
 
 __all__ = [
@@ -412,7 +413,7 @@ class SwapCalibration:
 
     @property
     def D(self) -> np.ndarray:
-        return np.tanh(self.beta / 2.0)
+        return net_preference(self.beta)
 
     def beta_for(self, judges, fill: float = 0.0) -> np.ndarray:
         """β̂ in the order of ``judges`` (e.g. a design's), ``fill`` where a judge has none."""
@@ -532,7 +533,7 @@ def simulate_swap_frame(seed: int, beta, *, gamma=None, n_cand: int = 6, repeats
     prompt, a, b, kj = (np.array(x) for x in zip(*rows))
     eta = gamma[kj] * (s[a] - s[b]) + beta[kj]
     u = np.asarray(jax.random.uniform(jax.random.PRNGKey(int(seed)), (len(rows),)))
-    y = (u < 1.0 / (1.0 + np.exp(-eta))).astype(float)
+    y = (u < sigmoid(eta)).astype(float)
     return pd.DataFrame({"prompt": prompt, "candidate_a": np.asarray(cands, dtype=object)[a],
                          "candidate_b": np.asarray(cands, dtype=object)[b],
                          "judge": np.asarray(judges, dtype=object)[kj], "outcome": y, "tie_kind": "",

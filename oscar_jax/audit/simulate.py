@@ -34,6 +34,7 @@ import numpy as np
 import pandas as pd
 
 from .. import _x64  # noqa: F401
+from ..links import sigmoid
 from .data import DEFAULT_LABELS, AuditData
 
 __all__ = [
@@ -183,13 +184,13 @@ def true_rates(params: AuditSimParams, n_nodes: int = 101) -> dict[str, np.ndarr
         cuts = np.asarray(params.cutpoints, float)
         # P(y* ≤ κ_j) = E σ((κ_j − δ − Z)/s), Z ~ N(0, σ_item² + σ_inter²)
         z = (cuts[None, :, None] - delta[:, None, None] - sd * x) / params.noise_scale
-        cdf = (w[None, None, :] / (1.0 + np.exp(-z))).sum(-1)
+        cdf = (w[None, None, :] * sigmoid(z)).sum(-1)
         out = {"bad_dr": cdf[:, 0], "effects": delta / params.noise_scale}
         if len(cuts) >= 2:
             out["fair_dr"] = cdf[:, 1]
         return out
     sd = np.sqrt(params.item_sd ** 2 + params.inter_sd ** 2 + params.noise_sd ** 2)[:, None]
-    prel = (w[None, :] / (1.0 + np.exp(-(params.intercept + delta[:, None] + sd * x)))).sum(-1)
+    prel = (w[None, :] * sigmoid(params.intercept + delta[:, None] + sd * x)).sum(-1)
     return {"mean_prel": prel, "effects": delta}
 
 

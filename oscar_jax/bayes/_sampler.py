@@ -22,6 +22,7 @@ from numpyro.infer.hmc import hmc
 from numpyro.infer.util import potential_energy
 
 from .. import _x64  # noqa: F401
+from ..links import net_preference
 from ..params import Layout
 from ..progress import progress
 from ..prompt_average import QUAD_NODES, marginal_win_prob
@@ -233,7 +234,7 @@ def posterior_targets(theta_free, sigma, free, layout: Layout) -> PosteriorTarge
     for term in layout.bias_terms:
         block = phi[layout.phi_blocks[term]]
         beta[term] = block.reshape(layout.n_judge, layout.n_cov) if term == "cov" else block
-    d = jnp.tanh(beta["pos"] / 2.0) if "pos" in beta else jnp.zeros(layout.n_judge, theta.dtype)
+    d = net_preference(beta["pos"]) if "pos" in beta else jnp.zeros(layout.n_judge, theta.dtype)
     return PosteriorTargets(s=t.s, q=q, q_field=q_field, log_gamma=t.log_gamma, kappa=jnp.exp(t.log_kappa),
                             gamma_bar=t.gamma_bar, D=d, beta=beta)
 

@@ -1,0 +1,110 @@
+"""The package's layering rules, checked on the source (docs/architecture.md).
+
+Each rule failed on the code it was written against (issue 15): modules of 600–900
+lines, private helpers imported across modules, ``importlib`` used to find sibling
+modules, four import cycles and four copies of the sigmoid.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+PKG = Path(__file__).resolve().parents[1] / "oscar_jax"
+MAX_LINES = 420  # "about 400": a module a reader can hold in mind
+
+
+def _modules():
+    out = {}
+    for path in sorted(PKG.rglob("*.py")):
+        parts = path.relative_to(PKG.parent).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        out[name] = path
+    return out
+
+
+MODULES = _modules()
+
+
+def _target(module: str, node: ast.ImportFrom) -> str | None:
+    if not node.level:
+        return node.module
+    base = module.split(".") if MODULES[module].name == "__init__.py" else module.split(".")[:-1]
+    base = base[: len(base) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def _imports():
+    """(module, line, imported module, name) for every ``from oscar_jax... import name``."""
+    for name, path in MODULES.items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                target = _target(name, node)
+                if target and target.split(".")[0] == "oscar_jax":
+                    for alias in node.names:
+                        yield name, node.lineno, target, alias.name
+            elif isinstance(node, ast.Import):
+                for alias in node.names:
+                    yield name, node.lineno, alias.name, None
+
+
+def test_no_module_over_about_400_lines():
+    long = {n: len(p.read_text().splitlines()) for n, p in MODULES.items()}
+    assert {n: k for n, k in long.items() if k > MAX_LINES} == {}
+
+
+def test_no_private_name_is_imported_from_another_module():
+    bad = [f"{m}:{line} imports {t}.{n}" for m, line, t, n in _imports()
+           if n and n.startswith("_") and not n.startswith("__") and f"{t}.{n}" not in MODULES]
+    assert bad == []
+
+
+def test_importlib_only_for_cli_discovery():
+    users = sorted({m for m, _, t, n in _imports() if t.split(".")[0] == "importlib"})
+    assert users == ["oscar_jax.cli"]
+
+
+def test_no_import_cycle():
+    graph = defaultdict(set)
+    for m, _, t, n in _imports():
+        dest = f"{t}.{n}" if n and f"{t}.{n}" in MODULES else t
+        # A package's __init__ re-exports its modules; the arrow that matters is to the module.
+        if dest in MODULES and dest != m and MODULES[dest].name != "__init__.py":
+            graph[m].add(dest)
+    cycles, state = [], {}
+
+    def visit(node, stack):
+        state[node] = 1
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == 1:
+                cycles.append(stack[stack.index(nxt):] + [nxt])
+            elif nxt not in state:
+                visit(nxt, stack + [nxt])
+        state[node] = 2
+
+    for node in sorted(MODULES):
+        if node not in state:
+            visit(node, [node])
+    assert cycles == []
+
+
+# One definition of each formula: the patterns below may appear only in their home module.
+FORMULAS = {
+    "sigmoid": (r"1\.0? / \(1\.0? \+ (np|jnp)\.exp\(-|0\.5 \* \(1\.0 \+ (np|jnp)\.tanh|def _?sigmoid\(",
+                "oscar_jax.links"),
+    "D = tanh(beta/2)": (r"(np|jnp)\.tanh\(", "oscar_jax.links"),
+    "softplus": (r"def _?softplus\(", "oscar_jax.links"),
+}
+
+
+@pytest.mark.parametrize("formula", sorted(FORMULAS))
+def test_one_definition_of_each_formula(formula):
+    pattern, home = FORMULAS[formula]
+    where = [f"{n}:{i}" for n, p in MODULES.items() if n != home
+             for i, line in enumerate(p.read_text().splitlines(), 1)
+             if re.search(pattern, line.split("#")[0])]
+    assert where == []
