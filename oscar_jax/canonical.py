@@ -13,7 +13,7 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from .data import _shown
+from .columns import shown
 from .validate import OscarDataWarning, OscarInputError
 
 __all__ = ["check_canonical", "warn_case_variants"]
@@ -31,7 +31,7 @@ def check_canonical(frame: pd.DataFrame) -> None:
         if bad.any():
             row = int(np.flatnonzero(bad)[0])
             raise OscarInputError(f"column {column!r} row {row + 1}: missing name "
-                                  f"{_shown(frame[column].iloc[row])!r}; every record needs a {column}")
+                                  f"{shown(frame[column].iloc[row])!r}; every record needs a {column}")
     prompts = frame["prompt"]
     if prompts.isna().any():
         row = int(np.flatnonzero(prompts.isna().to_numpy())[0])
@@ -43,7 +43,7 @@ def check_canonical(frame: pd.DataFrame) -> None:
         bad = ~np.isfinite(w) | (w < 0) | raw.isna().to_numpy()
         if bad.any():
             row = int(np.flatnonzero(bad)[0])
-            raise OscarInputError(f"column 'weight' row {row + 1}: invalid weight {_shown(raw.iloc[row])!r}; "
+            raise OscarInputError(f"column 'weight' row {row + 1}: invalid weight {shown(raw.iloc[row])!r}; "
                                   "weights must be finite and ≥ 0 (use 0 to leave a record out)")
         if not np.any(w > 0):
             raise OscarInputError("column 'weight': every weight is 0, so no record counts; give the records "
@@ -57,7 +57,7 @@ def warn_case_variants(kind: str, names) -> None:
         groups.setdefault(str(name).strip().casefold(), []).append(str(name))
     clashes = [sorted(g) for g in groups.values() if len(g) > 1]
     if clashes:
-        shown = "; ".join(" / ".join(repr(n) for n in g) for g in clashes[:5])
+        listed = "; ".join(" / ".join(repr(n) for n in g) for g in clashes[:5])
         more = "" if len(clashes) <= 5 else f" (and {len(clashes) - 5} more)"
-        warnings.warn(f"{kind} names differ only in case: {shown}{more}; they are fitted as different "
+        warnings.warn(f"{kind} names differ only in case: {listed}{more}; they are fitted as different "
                       f"{kind}s — if they are the same, spell them alike in the data", OscarDataWarning, stacklevel=3)

@@ -18,10 +18,11 @@ import threading
 import time
 from contextlib import contextmanager
 
-__all__ = ["announce", "progress"]
+__all__ = ["announce", "bar_enabled", "progress"]
 
 
-def _enabled(flag: bool | None) -> bool:
+def bar_enabled(flag: bool | None) -> bool:
+    """Whether to draw a bar: ``flag`` if given, else ``OSCAR_PROGRESS``, else "stderr is a terminal"."""
     if flag is not None:
         return flag
     env = os.environ.get("OSCAR_PROGRESS")
@@ -131,7 +132,7 @@ def progress(total: int, desc: str, enabled: bool | None = None, unit: str = "fi
     ``enabled=False`` or ``OSCAR_PROGRESS=0``: nothing; ``enabled=True``: the bar.
     ``lines=False``: no periodic lines off a terminal; ``every_s`` overrides their period.
     """
-    if not _enabled(enabled):
+    if not bar_enabled(enabled):
         if enabled is False or _silenced() or not lines:
             yield _Null()
             return

@@ -17,7 +17,7 @@ Accepted sources (one path, a list of paths, or a DataFrame):
   a candidate column (``candidate``, ``model`` or ``model_id``) and ``text`` or ``length``.
 
 Lengths are Unicode characters (code points: ``len(str)``), not bytes or tokens. Prompt
-ids go through the same key as the judgment readers (:func:`oscar_jax.data.prompt_key`), so
+ids go through the same key as the judgment readers (:func:`oscar_jax.columns.prompt_key`), so
 ``126``, ``"126"`` and list ids such as ``["file.jsonl", 444]`` join as they should.
 """
 
@@ -29,6 +29,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .columns import prompt_key
+from .tables import read_table
 from .validate import OscarInputError
 
 __all__ = ["MISSING_POLICIES", "attach_responses", "read_responses"]
@@ -147,8 +149,6 @@ def read_responses(source, *, turn: int = 1) -> tuple[pd.DataFrame, list[str]]:
     line or row it came from) and notes on what was read. Two responses for one
     (prompt, candidate) with different lengths are an error naming both.
     """
-    from .data import prompt_key, read_table
-
     turn = _check_turn(turn)
     notes: list[str] = []
     if isinstance(source, pd.DataFrame):

@@ -35,20 +35,18 @@ import math
 import numpy as np
 import pandas as pd
 
-from .data import (
-    LoadReport,
-    Schema,
-    _finish,
-    _judges,
-    _missing,
-    _names,
-    _outcome_from_labels,
-    _prompts,
-    _row,
-    load_judgments,
-    read_table,
-    register_schema,
+from .columns import (
+    finish_frame,
+    judge_names,
+    name_column,
+    outcome_from_labels,
+    prompt_ids,
+    require_columns,
+    row_label,
+    shown,
 )
+from .data import LoadReport, Schema, load_judgments, register_schema
+from .tables import read_table
 from .validate import OscarInputError
 
 __all__ = [
@@ -81,17 +79,17 @@ def _prompt_column(frame: pd.DataFrame, names) -> str:
 # ---------------------------------------------------------------------------------------
 
 def _convert_evalica(frame: pd.DataFrame, report: LoadReport, options: dict) -> pd.DataFrame:
-    _missing(frame, ("left", "right", "winner"), "evalica")
-    y, kind = _outcome_from_labels(frame["winner"], "winner", EVALICA_WINNERS, False, frame)
+    require_columns(frame, ("left", "right", "winner"), "evalica")
+    y, kind = outcome_from_labels(frame["winner"], "winner", EVALICA_WINNERS, False, frame)
     out = {
-        "prompt": _prompts(frame, _prompt_column(frame, ("question_id", "prompt")), report),
-        "candidate_a": _names(frame, "left"),
-        "candidate_b": _names(frame, "right"),
-        "judge": _judges(frame, "judge", report, default="judge"),
+        "prompt": prompt_ids(frame, _prompt_column(frame, ("question_id", "prompt")), report),
+        "candidate_a": name_column(frame, "left"),
+        "candidate_b": name_column(frame, "right"),
+        "judge": judge_names(frame, "judge", report, default="judge"),
         "outcome": y,
         "tie_kind": kind,
     }
-    return _finish(frame, out, report)
+    return finish_frame(frame, out)
 
 
 # ---------------------------------------------------------------------------------------
@@ -99,28 +97,28 @@ def _convert_evalica(frame: pd.DataFrame, report: LoadReport, options: dict) -> 
 # ---------------------------------------------------------------------------------------
 
 def _convert_crowdkit(frame: pd.DataFrame, report: LoadReport, options: dict) -> pd.DataFrame:
-    _missing(frame, ("worker", "left", "right", "label"), "crowdkit")
-    left, right = _names(frame, "left"), _names(frame, "right")
-    label = _names(frame, "label")
+    require_columns(frame, ("worker", "left", "right", "label"), "crowdkit")
+    left, right = name_column(frame, "left"), name_column(frame, "right")
+    label = name_column(frame, "label")
     a_won = (label == left).to_numpy()
     b_won = (label == right).to_numpy()
     bad = ~(a_won | b_won)
     if bad.any():
         row = int(np.flatnonzero(bad)[0])
         raise OscarInputError(
-            f"column 'label' {_row(frame, row)}: {label.iloc[row]!r} is neither the left item "
+            f"column 'label' {row_label(frame, row)}: {label.iloc[row]!r} is neither the left item "
             f"{left.iloc[row]!r} nor the right item {right.iloc[row]!r}; crowd-kit labels hold the "
             "winner's id and the format has no ties (use the evalica or oscar schema for ties)"
         )
     out = {
-        "prompt": _prompts(frame, _prompt_column(frame, ("task", "question_id", "prompt")), report),
+        "prompt": prompt_ids(frame, _prompt_column(frame, ("task", "question_id", "prompt")), report),
         "candidate_a": left,
         "candidate_b": right,
-        "judge": _names(frame, "worker"),
+        "judge": name_column(frame, "worker"),
         "outcome": a_won.astype(float),
         "tie_kind": np.full(len(frame), "", dtype=object),
     }
-    return _finish(frame, out, report)
+    return finish_frame(frame, out)
 
 
 # ---------------------------------------------------------------------------------------
@@ -135,9 +133,8 @@ def _alpaca_preference(raw, row: str) -> tuple[float, str]:
         except (TypeError, ValueError):
             number = None
     if number is None or not math.isfinite(number) or not (number == 0.0 or 1.0 <= number <= 2.0):
-        shown = raw.item() if isinstance(raw, np.generic) else raw
         raise OscarInputError(
-            f"column 'preference' {row}: {shown!r} is not an AlpacaEval preference; expected "
+            f"column 'preference' {row}: {shown(raw)!r} is not an AlpacaEval preference; expected "
             "1 (output_1 wins), 2 (output_2 wins), 1.5 or legacy 0 (draw), or a value in [1, 2] "
             "from a weighted annotator"
         )
@@ -147,12 +144,12 @@ def _alpaca_preference(raw, row: str) -> tuple[float, str]:
 
 
 def _convert_alpacaeval(frame: pd.DataFrame, report: LoadReport, options: dict) -> pd.DataFrame:
-    _missing(frame, ("generator_1", "generator_2", "preference"), "alpacaeval")
+    require_columns(frame, ("generator_1", "generator_2", "preference"), "alpacaeval")
     # AlpacaEval itself drops annotations that are not preferences (failed annotator calls).
     null = frame["preference"].isna().to_numpy()
     report.dropped["annotations with a null preference (format rule)"] = int(null.sum())
     frame = frame.loc[~null].reset_index(drop=True)
-    pairs = [_alpaca_preference(v, _row(frame, i)) for i, v in enumerate(frame["preference"].to_numpy())]
+    pairs = [_alpaca_preference(v, row_label(frame, i)) for i, v in enumerate(frame["preference"].to_numpy())]
     frame = frame.copy()
     for side, col in (("a", "output_1"), ("b", "output_2")):
         if col in frame.columns and f"text_{side}" not in frame.columns and f"len_{side}" not in frame.columns:
@@ -162,14 +159,14 @@ def _convert_alpacaeval(frame: pd.DataFrame, report: LoadReport, options: dict) 
         "the annotator saw; slot A is output_1, so position effects are not identified from this file"
     )
     out = {
-        "prompt": _prompts(frame, _prompt_column(frame, ("instruction", "question_id", "prompt")), report),
-        "candidate_a": _names(frame, "generator_1"),
-        "candidate_b": _names(frame, "generator_2"),
-        "judge": _judges(frame, "annotator", report, default="alpacaeval"),
+        "prompt": prompt_ids(frame, _prompt_column(frame, ("instruction", "question_id", "prompt")), report),
+        "candidate_a": name_column(frame, "generator_1"),
+        "candidate_b": name_column(frame, "generator_2"),
+        "judge": judge_names(frame, "annotator", report, default="alpacaeval"),
         "outcome": np.array([p[0] for p in pairs], dtype=float),
         "tie_kind": np.array([p[1] for p in pairs], dtype=object),
     }
-    return _finish(frame, out, report)
+    return finish_frame(frame, out)
 
 
 # ---------------------------------------------------------------------------------------
@@ -183,7 +180,7 @@ def _game_score(game):
 
 
 def _convert_arena_hard(frame: pd.DataFrame, report: LoadReport, options: dict) -> pd.DataFrame:
-    _missing(frame, ("model", "games"), "arena-hard")
+    require_columns(frame, ("model", "games"), "arena-hard")
     if "baseline" not in frame.columns:
         raise OscarInputError(
             "schema 'arena-hard': the rows carry no 'baseline' column, and arena-hard-auto v0.1 files "
@@ -199,8 +196,8 @@ def _convert_arena_hard(frame: pd.DataFrame, report: LoadReport, options: dict) 
                 f"the whole file, got {sorted(set(frame['strong_weight'].astype(str)))[:5]}"
             )
         strong = float(values[0])
-    model = _names(frame, "model")
-    baseline = _names(frame, "baseline")
+    model = name_column(frame, "model")
+    baseline = name_column(frame, "baseline")
     pid_col = _prompt_column(frame, ("question_id", "uid", "prompt"))
     rows = []
     n_null = 0
@@ -210,7 +207,7 @@ def _convert_arena_hard(frame: pd.DataFrame, report: LoadReport, options: dict) 
             games = games.tolist()
         if not isinstance(games, (list, tuple)) or not 1 <= len(games) <= 2:
             raise OscarInputError(
-                f"column 'games' {_row(frame, i)}: expected a list of one or two games with a 'score' each "
+                f"column 'games' {row_label(frame, i)}: expected a list of one or two games with a 'score' each "
                 f"(game 1: baseline shown first; game 2: positions swapped), got {games!r:.80}"
             )
         for g, game in enumerate(games):
@@ -221,7 +218,7 @@ def _convert_arena_hard(frame: pd.DataFrame, report: LoadReport, options: dict) 
             label = str(score).strip().replace(" ", "")
             if label not in ARENA_HARD_LABELS:
                 raise OscarInputError(
-                    f"column 'games' {_row(frame, i)} game {g + 1}: unknown verdict {score!r}; expected one "
+                    f"column 'games' {row_label(frame, i)} game {g + 1}: unknown verdict {score!r}; expected one "
                     f"of {sorted(ARENA_HARD_LABELS)}"
                 )
             y, is_strong = ARENA_HARD_LABELS[label]
@@ -240,7 +237,7 @@ def _convert_arena_hard(frame: pd.DataFrame, report: LoadReport, options: dict) 
               if "weight" in games_frame.columns else np.ones(len(rows)))
     games_frame["weight"] = base_w * np.array([r[5] for r in rows])
     if pid_col in games_frame.columns:
-        prompts = _prompts(games_frame, pid_col, report)
+        prompts = prompt_ids(games_frame, pid_col, report)
     else:
         # Both games of one judgment row judge the same prompt: keep them in one cluster.
         report.notes.append("no 'question_id'/'uid' column: each judgment row (two games) is its own prompt cluster")
@@ -249,13 +246,13 @@ def _convert_arena_hard(frame: pd.DataFrame, report: LoadReport, options: dict) 
         "prompt": prompts,
         "candidate_a": pd.Series([r[1] for r in rows], dtype=object).astype(str),
         "candidate_b": pd.Series([r[2] for r in rows], dtype=object).astype(str),
-        "judge": _judges(games_frame, "judge", report, default="judge"),
+        "judge": judge_names(games_frame, "judge", report, default="judge"),
         "outcome": np.array([r[3] for r in rows], dtype=float),
         "tie_kind": np.array([r[4] for r in rows], dtype=object),
     }
     if strong != 1.0:
         report.notes.append(f"arena-hard '>>' verdicts weighted {strong:g} (strong_weight)")
-    return _finish(games_frame, out, report)
+    return finish_frame(games_frame, out)
 
 
 def load_arena_hard(source, *, baseline: str | None = None, strong_weight: float | None = None,

@@ -17,7 +17,7 @@ from oscar_jax.audit import (
     AuditSimParams,
     bayes_calibration,
     calibration_study,
-    fit_bayes,
+    fit_audit_model,
     simulate_audit_data,
 )
 from oscar_jax.audit.calibrate import summarize_calibration
@@ -121,8 +121,8 @@ def test_bayesian_intervals_cover_the_true_effect():
 def test_bayesian_logit_model_recovers_probability_effects():
     params = AuditSimParams(kind="prob", effects=(0.0, 0.3, -0.3), interaction_sd=0.3, noise_sd=0.5)
     data = simulate_audit_data(4, 120, 3, params)
-    res = fit_bayes(data, "cond0", num_warmup=200, num_samples=200, num_chains=2, progress_bar=False,
-                    chain_method="sequential")
+    res = fit_audit_model(data, "cond0", num_warmup=200, num_samples=200, num_chains=2, progress_bar=False,
+                          chain_method="sequential")
     summ = res.summary.set_index("condition")
     for c, truth in (("cond1", 0.3), ("cond2", -0.3)):
         assert summ.loc[c, "lo"] <= truth <= summ.loc[c, "hi"], (c, summ.loc[c].to_dict())

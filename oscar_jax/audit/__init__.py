@@ -10,14 +10,15 @@ false-positive rates, power and coverage on them.
 
 from .. import _x64  # noqa: F401
 from .analysis import AuditResult, audit
-from .bayes import BayesPrior, BayesResult, fit_bayes
+from .bayes import AuditPosterior, BayesPrior, fit_audit_model
 from .calibrate import (
     bayes_calibration,
     calibration_study,
     summarize_calibration,
     true_contrasts,
 )
-from .data import DEFAULT_LABELS, AuditData, AuditReport, load_audit, parse_labels
+from .data import DEFAULT_LABELS, AuditData, AuditReport, parse_labels
+from .load import load_audit
 from .simulate import (
     RETAILER_EXAMPLE,
     AuditSimParams,
@@ -31,15 +32,15 @@ __all__ = [
     "DEFAULT_LABELS",
     "RETAILER_EXAMPLE",
     "AuditData",
+    "AuditPosterior",
     "AuditReport",
     "AuditResult",
     "AuditSimParams",
     "BayesPrior",
-    "BayesResult",
     "audit",
     "bayes_calibration",
     "calibration_study",
-    "fit_bayes",
+    "fit_audit_model",
     "load_audit",
     "parse_labels",
     "simulate_audit",

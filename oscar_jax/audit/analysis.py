@@ -31,14 +31,17 @@ from .. import _x64  # noqa: F401
 from ..convergence import rhat_flag
 from ..report import current_width, fill, fmt_ci, render_table
 from ..validate import OscarInputError, check_choice, check_ci_prob, check_positive_int
-from .bayes import BayesResult, fit_bayes
-from .data import AuditData, load_audit
+from .bayes import AuditPosterior, fit_audit_model
+from .data import AuditData
 from .inference import (
+    METRIC_LABEL,
     METRICS,
+    PERCENT_METRICS,
     consistency_tests_jit,
     frequentist_tests_jit,
     metric_arrays,
 )
+from .load import load_audit
 from .measures import label_distribution, run_rates
 from .stats import ALTERNATIVES, ttest_ind
 
@@ -47,8 +50,6 @@ _ttest_jit = jax.jit(ttest_ind, static_argnames=("alternative", "equal_var", "ci
 __all__ = ["AuditResult", "audit"]
 
 OTHERS = "others (mean)"
-METRIC_LABEL = {"bad_dr": "Bad DR", "fair_dr": "Fair DR", "mean_prel": "pRel", "consistency": "Consistency",
-                "log_odds_favourable": "log-odds (more favourable)", "logit_prel": "logit pRel"}
 METHOD_ORDER = ("ttest_runs", "bootstrap_items", "mcnemar_clustered", "sign_exact", "bayes_ordinal", "bayes_logit")
 
 
@@ -68,7 +69,7 @@ class AuditResult:
     conditions_frame: pd.DataFrame
     effects_frame: pd.DataFrame
     focal_tests: pd.DataFrame
-    bayes: BayesResult | None
+    bayes: AuditPosterior | None
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     def conditions(self) -> pd.DataFrame:
@@ -147,7 +148,7 @@ class AuditResult:
                            f"{', '.join(self.others) or '–'}, two-sample t-test across runs, {self.alternative})"),
                   table]
         eff = self.effects_frame.copy()
-        pct = eff["metric"].isin(["bad_dr", "fair_dr", "mean_prel", "consistency"])
+        pct = eff["metric"].isin(PERCENT_METRICS)
         scale = np.where(pct, 100.0, 1.0)
         eff["est"] = eff["estimate"] * scale
         eff["ci"] = [fmt_ci(lo * s, hi * s) for lo, hi, s in zip(eff["lo"], eff["hi"], scale)]
@@ -167,7 +168,7 @@ class AuditResult:
 
         eff["p"] = [fmt_p(p, m) for p, m in zip(eff["p_value"], eff["method"])]
         for metric, block in eff.groupby("metric", sort=False):
-            unit = "percentage points" if metric in ("bad_dr", "fair_dr", "mean_prel", "consistency") else "log-odds"
+            unit = "percentage points" if metric in PERCENT_METRICS else "log-odds"
             base = block["baseline"].iloc[0]
             lines += ["", fill(f"{METRIC_LABEL[metric]}: condition − {base} ({unit}; {int(self.ci_prob * 100)}% "
                                "intervals)")]
@@ -229,7 +230,7 @@ def audit(data, reference: str, *, original: str | None = None, duplicate: str |
         Interval level; bootstrap replicates; seed of the bootstrap and of NUTS;
         pooled (the paper's) or Welch t-test.
     bayes, bayes_options
-        Fit the Bayesian model (keyword arguments for :func:`fit_bayes`).
+        Fit the Bayesian model (keyword arguments for :func:`~oscar_jax.audit.bayes.fit_audit_model`).
 
     Returns
     -------
@@ -342,7 +343,7 @@ def audit(data, reference: str, *, original: str | None = None, duplicate: str |
     bres = None
     if bayes:
         opts = {"seed": seed, "ci_prob": ci_prob, **(bayes_options or {})}
-        bres = fit_bayes(data, names[ref], others=[names[c] for c in pool] or None, **opts)
+        bres = fit_audit_model(data, names[ref], others=[names[c] for c in pool] or None, **opts)
         method = "bayes_ordinal" if data.kind == "label" else "bayes_logit"
         metric = "log_odds_favourable" if data.kind == "label" else "logit_prel"
         for _, r in bres.summary.iterrows():

@@ -20,7 +20,7 @@ ten runs per cell); for the Gaussian model it is integrated out exactly. With on
 per (item, condition) u is not identified and is left out (``interaction="auto"``).
 
 The data enter as sufficient statistics: label counts (I, C, M), or per (i, c) the run
-count, mean and within-(i, c) sum of squares of x. ``fit_bayes`` runs NumPyro's MCMC with
+count, mean and within-(i, c) sum of squares of x. ``fit_audit_model`` runs NumPyro's MCMC with
 ``chain_method="vectorized"``. The models also take a leading batch of A independent
 audits (a plate): the calibration study samples all of them in one MCMC run.
 """
@@ -42,10 +42,11 @@ from numpyro.infer import MCMC, NUTS
 
 from .. import _x64  # noqa: F401
 from ..convergence import rhat_message, rhat_ok
+from ..progress import announce, bar_enabled
 from ..validate import OscarInputError, check_choice, check_ci_prob, check_positive_int
 from .data import AuditData
 
-__all__ = ["BayesPrior", "BayesResult", "fit_bayes", "logit_model", "model_for", "ordinal_log_probs",
+__all__ = ["AuditPosterior", "BayesPrior", "fit_audit_model", "logit_model", "model_for", "ordinal_log_probs",
            "ordinal_model", "sufficient_stats", "summarize_draws"]
 
 PROB_EPS = 1e-4  # probabilities are moved into [eps, 1 − eps] before the logit (counted)
@@ -204,7 +205,7 @@ def summarize_draws(delta, ci_prob: float = 0.95) -> dict[str, np.ndarray]:
 
 
 @dataclass(frozen=True, eq=False)
-class BayesResult:
+class AuditPosterior:
     """Posterior of the condition effects of one audit.
 
     ``delta`` (chains, draws, C) has 0 in the reference column; ``summary`` is a tidy
@@ -228,10 +229,10 @@ class BayesResult:
         return "log-odds of a more favourable label" if self.kind == "label" else "logit pRel"
 
 
-def fit_bayes(data: AuditData, reference: str, *, others=None, seed: int = 0, num_warmup: int = 500,
-              num_samples: int = 500, num_chains: int = 4, ci_prob: float = 0.95, interaction="auto",
-              prior: BayesPrior = BayesPrior(), progress_bar: bool | None = None,
-              target_accept: float = 0.8, chain_method: str = "vectorized") -> BayesResult:
+def fit_audit_model(data: AuditData, reference: str, *, others=None, seed: int = 0, num_warmup: int = 500,
+                    num_samples: int = 500, num_chains: int = 4, ci_prob: float = 0.95, interaction="auto",
+                    prior: BayesPrior = BayesPrior(), progress_bar: bool | None = None,
+                    target_accept: float = 0.8, chain_method: str = "vectorized") -> AuditPosterior:
     """Fit the ordinal (labels) or logit-Gaussian (probabilities) effect model by NUTS.
 
     Parameters
@@ -255,10 +256,8 @@ def fit_bayes(data: AuditData, reference: str, *, others=None, seed: int = 0, nu
 
     Returns
     -------
-    BayesResult
+    AuditPosterior
     """
-    from ..progress import _enabled
-
     ci_prob = check_ci_prob(ci_prob)
     num_warmup = check_positive_int("num_warmup", num_warmup)
     num_samples = check_positive_int("num_samples", num_samples)
@@ -290,10 +289,8 @@ def fit_bayes(data: AuditData, reference: str, *, others=None, seed: int = 0, nu
     mcmc = MCMC(NUTS(model, target_accept_prob=target_accept), num_warmup=num_warmup, num_samples=num_samples,
                 num_chains=num_chains, chain_method=check_choice("chain_method", chain_method,
                                                                   ("vectorized", "sequential")),
-                progress_bar=_enabled(progress_bar))
-    if progress_bar is None and not _enabled(None):  # no bar off a terminal: say what is running
-        from ..progress import announce
-
+                progress_bar=bar_enabled(progress_bar))
+    if progress_bar is None and not bar_enabled(None):  # no bar off a terminal: say what is running
         announce(f"audit: sampling the Bayesian {data.kind} model, NUTS {num_chains} chains × ({num_warmup} warm-up "
                  f"+ {num_samples} draws); this can take minutes")
     mcmc.run(jax.random.PRNGKey(seed), *args, extra_fields=("diverging",))
@@ -328,6 +325,6 @@ def fit_bayes(data: AuditData, reference: str, *, others=None, seed: int = 0, nu
         notes.append(f"{diagnostics['divergences']} divergent transitions; consider more warm-up")
     if not rhat_ok(diagnostics["max_r_hat"]):
         notes.append(rhat_message(diagnostics["max_r_hat"]))
-    return BayesResult(kind=data.kind, conditions=tuple(names), reference=names[ref], delta=delta, summary=table,
+    return AuditPosterior(kind=data.kind, conditions=tuple(names), reference=names[ref], delta=delta, summary=table,
                        hyper=hyper, diagnostics=diagnostics, interaction=bool(interaction), ci_prob=ci_prob,
                        notes=tuple(notes))

@@ -24,10 +24,14 @@ from .. import _x64  # noqa: F401
 from .measures import agreement, item_means, label_indicators, masked_mean, run_rates
 from .stats import clustered_mcnemar, item_bootstrap, sign_test, ttest_ind
 
-__all__ = ["METRICS", "consistency_tests", "consistency_tests_jit", "frequentist_tests", "frequentist_tests_jit",
+__all__ = ["METRICS", "METRIC_LABEL", "PERCENT_METRICS", "consistency_tests", "consistency_tests_jit", "frequentist_tests", "frequentist_tests_jit",
            "metric_arrays"]
 
 METRICS = {"label": ("bad_dr", "fair_dr"), "prob": ("mean_prel",)}
+# How tables and plots name each metric; shares are shown in percent (effects in points).
+METRIC_LABEL = {"bad_dr": "Bad DR", "fair_dr": "Fair DR", "mean_prel": "pRel", "consistency": "Consistency",
+                "log_odds_favourable": "log-odds (more favourable)", "logit_prel": "logit pRel"}
+PERCENT_METRICS = ("bad_dr", "fair_dr", "mean_prel", "consistency")
 BINARY = ("bad_dr", "fair_dr")
 
 

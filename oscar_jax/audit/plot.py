@@ -1,17 +1,23 @@
-"""Forest plot of audit effects with intervals (matplotlib, Agg backend, PNG)."""
+"""Forest plot of audit effects with intervals (PNG).
+
+Drawn on a ``matplotlib.figure.Figure`` with the Agg canvas directly, as every oscar_jax
+figure: no pyplot, so no global backend or figure state is touched.
+"""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
+
+from ..outputs import atomic_write
+from ..palette import OKABE_ITO, SERIES
+from .inference import METRIC_LABEL, PERCENT_METRICS
 
 __all__ = ["OKABE_ITO", "plot_effects"]
 
-from ..palette import SERIES as OKABE_ITO  # the package's one palette, in series order
 _METHOD_LABEL = {"ttest_runs": "t-test across runs (paper)", "bootstrap_items": "paired item bootstrap",
                  "bayes_ordinal": "Bayesian ordinal model", "bayes_logit": "Bayesian logit model"}
 _MARKERS = {"ttest_runs": "s", "bootstrap_items": "o", "bayes_ordinal": "D", "bayes_logit": "D"}
+_DPI = 120
 
 
 def plot_effects(result, path, methods=("ttest_runs", "bootstrap_items", "bayes_ordinal", "bayes_logit")):
@@ -19,12 +25,8 @@ def plot_effects(result, path, methods=("ttest_runs", "bootstrap_items", "bayes_
 
     Returns the written path.
     """
-    import matplotlib
-
-    matplotlib.use("Agg")  # files only; never needs a display
-    import matplotlib.pyplot as plt
-
-    from .analysis import METRIC_LABEL
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
 
     eff = result.effects_frame
     eff = eff[eff["method"].isin(methods) & (np.isfinite(eff["lo"]) | np.isfinite(eff["hi"]))]
@@ -33,12 +35,14 @@ def plot_effects(result, path, methods=("ttest_runs", "bootstrap_items", "bayes_
         metrics = ["none"]
     # Room for every condition's label: the height grows with the longest condition list.
     n_cond = max([eff.loc[eff["metric"] == m, "condition"].nunique() for m in metrics] + [8])
-    fig, axes = plt.subplots(1, len(metrics), figsize=(4.2 * len(metrics) + 1.5, 0.45 * n_cond + 1.6), squeeze=False)
-    colour = {m: OKABE_ITO[i % len(OKABE_ITO)] for i, m in enumerate(methods)}
+    fig = Figure(figsize=(4.2 * len(metrics) + 1.5, 0.45 * n_cond + 1.6))
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(1, len(metrics), squeeze=False)
+    colour = {m: SERIES[i % len(SERIES)] for i, m in enumerate(methods)}
     for ax, metric in zip(axes[0], metrics):
         block = eff[eff["metric"] == metric]
         conds = list(dict.fromkeys(block["condition"]))
-        pct = metric in ("bad_dr", "fair_dr", "mean_prel", "consistency")
+        pct = metric in PERCENT_METRICS
         scale = 100.0 if pct else 1.0
         present = [m for m in methods if m in set(block["method"])]
         for j, method in enumerate(present):
@@ -76,8 +80,4 @@ def plot_effects(result, path, methods=("ttest_runs", "bootstrap_items", "bayes_
         fig.legend(handles, labels, loc="lower center", ncol=len(labels), frameon=False)
     fig.suptitle(f"Condition effects vs {result.reference} ({int(100 * result.ci_prob)}% intervals)")
     fig.tight_layout(rect=(0, 0.08, 1, 0.95))
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return atomic_write(path, lambda tmp: fig.savefig(tmp, format="png", dpi=_DPI))
