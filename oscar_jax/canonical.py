@@ -13,21 +13,16 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from .columns import shown
+from .columns import blank, shown
 from .validate import OscarDataWarning, OscarInputError
 
 __all__ = ["check_canonical", "warn_case_variants"]
 
 
-def _missing_name(values: np.ndarray) -> np.ndarray:
-    col = pd.Series(values, dtype=object)
-    return (col.isna() | (col.astype(str).str.strip() == "")).to_numpy()
-
-
 def check_canonical(frame: pd.DataFrame) -> None:
     """Raise :class:`OscarInputError` naming the column, row, value and fix of the first bad entry."""
     for column in ("candidate_a", "candidate_b", "judge"):
-        bad = _missing_name(frame[column].to_numpy())
+        bad = blank(pd.Series(frame[column].to_numpy(), dtype=object))
         if bad.any():
             row = int(np.flatnonzero(bad)[0])
             raise OscarInputError(f"column {column!r} row {row + 1}: missing name "

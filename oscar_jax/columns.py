@@ -18,6 +18,7 @@ from .validate import OscarInputError
 __all__ = [
     "MAX_LENGTH",
     "SOURCE_ROW",
+    "blank",
     "finish_frame",
     "judge_names",
     "name_column",
@@ -60,12 +61,17 @@ def row_label(frame: pd.DataFrame, i: int) -> str:
     return f"row {raw + 1}"
 
 
+def blank(col: pd.Series) -> np.ndarray:
+    """True where a name or id is missing: NaN/None, empty or only white space."""
+    return (col.isna() | (col.astype(str).str.strip() == "")).to_numpy()
+
+
 def name_column(frame: pd.DataFrame, column: str) -> pd.Series:
     """``frame[column]`` as stripped names; a missing or blank name is an error."""
     col = frame[column]
-    bad = col.isna() | (col.astype(str).str.strip() == "")
+    bad = blank(col)
     if bad.any():
-        row = int(np.flatnonzero(bad.to_numpy())[0])
+        row = int(np.flatnonzero(bad)[0])
         raise OscarInputError(
             f"column {column!r} {row_label(frame, row)}: missing name; every record needs a {column}"
         )

@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..columns import prompt_key, shown
+from ..columns import blank, prompt_key, shown
 from ..tables import read_table
 from ..validate import OscarInputError, check_choice, resolve_name
 from .data import DEFAULT_LABELS, AuditData, AuditReport, parse_labels
@@ -39,9 +39,9 @@ _SHOW = 5  # examples named in messages
 
 def _column(frame: pd.DataFrame, name: str, what: str) -> pd.Series:
     col = frame[name]
-    missing = col.isna() | (col.astype(str).str.strip() == "")
+    missing = blank(col)
     if missing.any():
-        row = int(np.flatnonzero(missing.to_numpy())[0])
+        row = int(np.flatnonzero(missing)[0])
         raise OscarInputError(f"column {name!r} row {row}: missing {what}; every row needs one "
                               f"({int(missing.sum())} rows lack it)")
     return col
