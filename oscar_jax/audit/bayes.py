@@ -20,9 +20,9 @@ ten runs per cell); for the Gaussian model it is integrated out exactly. With on
 per (item, condition) u is not identified and is left out (``interaction="auto"``).
 
 The data enter as sufficient statistics: label counts (I, C, M), or per (i, c) the run
-count, mean and within-(i, c) sum of squares of x. ``fit_audit_model`` runs NumPyro's MCMC with
-``chain_method="vectorized"``. The models also take a leading batch of A independent
-audits (a plate): the calibration study samples all of them in one MCMC run.
+count, mean and within-(i, c) sum of squares of x. ``fit_audit_model`` runs NumPyro's
+MCMC with ``chain_method="vectorized"``. The models also take a leading batch of A
+independent audits (a plate): the calibration study samples all of them in one MCMC run.
 """
 
 from __future__ import annotations
