@@ -137,6 +137,10 @@ def test_reader_errors_name_row_value_and_fix():
         load_audit(two)
     with pytest.raises(OscarInputError, match="missing the item column"):
         load_audit([{"condition": "x", "label": "good"}])
+    blank_item = hand_rows()
+    blank_item[3]["item"] = " "
+    with pytest.raises(OscarInputError, match=r"column 'item' row 4: missing item id"):  # counted from 1
+        load_audit(blank_item)
 
 
 def test_attribute_selection_and_condition_column():

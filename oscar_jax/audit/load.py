@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..columns import blank, prompt_key, shown
+from ..columns import blank, prompt_key, row_label, shown
 from ..tables import read_table
 from ..validate import OscarInputError, check_choice, resolve_name
 from .data import DEFAULT_LABELS, AuditData, AuditReport, parse_labels
@@ -41,8 +41,8 @@ def _column(frame: pd.DataFrame, name: str, what: str) -> pd.Series:
     col = frame[name]
     missing = blank(col)
     if missing.any():
-        row = int(np.flatnonzero(missing)[0])
-        raise OscarInputError(f"column {name!r} row {row}: missing {what}; every row needs one "
+        row = row_label(frame, int(np.flatnonzero(missing)[0]))  # 1-based, as the user counts
+        raise OscarInputError(f"column {name!r} {row}: missing {what}; every row needs one "
                               f"({int(missing.sum())} rows lack it)")
     return col
 
