@@ -210,6 +210,12 @@ def boot(design, full):
     return bootstrap(design, MODEL, replicates=12, seed=0, full=full, chunk_size=CHUNK)
 
 
+def test_bootstrap_batch_carries_the_requested_model_and_the_full_fit_notes(boot, full):
+    # built once with the bootstrap's own problem, not patched after fit_batch
+    assert boot.batch.spec == full.spec and boot.batch.effective_spec == full.effective_spec
+    assert boot.batch.layout == full.layout and boot.batch.notes == full.notes
+
+
 def test_bootstrap_tables_centre_on_full_fit(boot, full, design):
     lb = boot.leaderboard()
     ref = full.leaderboard()
