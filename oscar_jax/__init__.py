@@ -17,13 +17,14 @@ from .families import family_of
 from .fit import OscarFitWarning, OscarNoteWarning, fit
 from .leaderboard import arena_leaderboard, arena_text
 from .refit import CompareResult, FixedScoreRefit, attenuation_refit, compare, fixed_score_refit
-from .resample import (BatchFit, BootstrapResult, bootstrap, bootstrap_weights, fit_batch, prompt_folds,
-                       within_fold_weights)
+from .batch_fit import BatchFit, fit_batch
+from .resample import BootstrapResult, bootstrap
 from .results import FitResult
 from .sweep import SweepResult, kendall_tau_b, release_compiled, sweep
 from .simulate import TABLE_G1, SimParams, simulate, simulate_design, simulate_frame
 from .spec import ModelSpec, parse_model
 from .validate import OscarDataWarning, OscarInputError
+from .weights import bootstrap_weights, prompt_folds, within_fold_weights
 
 __version__ = "0.1.0"
 

@@ -13,22 +13,18 @@ import warnings
 from functools import lru_cache
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from . import _x64  # noqa: F401
 from .core import fit_core_jit
-from .data import load_judgments
-from .design import Design, build_design
-from .params import Layout
-from .program_cache import persistent_jit
+from .problem import Problem, as_design, prepare
 from .results import FitResult, covariances_jit
-from .spec import ModelSpec, parse_model
-from .validate import OscarInputError, check_ci_prob, check_positive_int
+from .spec import ModelSpec
+from .starts import seeded_starts, start_points
+from .validate import check_ci_prob, check_positive_int
 
-__all__ = ["OscarFitWarning", "OscarNoteWarning", "as_design", "covariances_jit", "fit", "start_points"]
-
-START_SD = 0.08  # B.3: second start drawn from N(0, 0.08² I)
+__all__ = ["OscarFitWarning", "OscarNoteWarning", "as_design", "covariances_jit", "fit", "fit_problem",
+           "start_points"]
 
 
 class OscarFitWarning(UserWarning):
@@ -46,65 +42,11 @@ class OscarNoteWarning(UserWarning):
 _NOTES_SHOWN: set[str] = set()
 
 
-def _warn_notes(notes) -> None:
+def _warn_notes(notes, stacklevel: int) -> None:
     for note in notes:
         if note not in _NOTES_SHOWN:
             _NOTES_SHOWN.add(note)
-            warnings.warn(f"oscar_jax: {note} (see result.notes)", OscarNoteWarning, stacklevel=3)
-
-
-
-
-def as_design(data, *, schema=None, reference_judge=None, family_map=None, covariates=(),
-              bothbad="tie", encoding=None, responses=None, turn=1, missing_responses="error") -> Design:
-    """A Design from a Design (returned as is), a path, a DataFrame or records.
-
-    ``responses``, ``turn`` and ``missing_responses`` join response lengths (see
-    :func:`~oscar_jax.data.load_judgments`); ``encoding`` is the
-    text encoding of CSV/TSV/JSON files.
-    """
-    if isinstance(data, Design):
-        if reference_judge is not None or family_map is not None or covariates or responses is not None:
-            raise OscarInputError(
-                "reference_judge, family_map, covariates and responses are fixed when the design is built; "
-                "pass them to build_design() instead"
-            )
-        return data
-    frame, report = load_judgments(data, schema=schema, bothbad=bothbad, keep_columns=tuple(covariates or ()),
-                                   encoding=encoding, responses=responses, turn=turn, missing_responses=missing_responses)
-    return build_design(frame, reference_judge=reference_judge, family_map=family_map,
-                        covariates=covariates, report=report)
-
-
-def _draw_starts(key, n_starts: int, n_theta: int):
-    zero = jnp.zeros((1, n_theta))
-    if n_starts == 1:
-        return zero
-    draws = START_SD * jax.random.normal(key, (n_starts - 1, n_theta))
-    return jnp.concatenate([zero, draws])
-
-
-# One compiled program per (count, dim θ) rather than five eager ones (seed, normal,
-# multiply, zeros, concatenate), each its own XLA compilation in every new process.
-_draw_starts_jit = jax.jit(_draw_starts, static_argnums=(1, 2))
-def _seeded_starts(seed, n_starts: int, n_theta: int):
-    return _draw_starts(jax.random.PRNGKey(seed), n_starts, n_theta)
-
-
-_seeded_starts_jit = persistent_jit(_seeded_starts, static_argnames=("n_starts", "n_theta"))
-
-
-def start_points(layout: Layout, n_starts: int, key) -> jnp.ndarray:
-    """(n_starts, P): the zero start, then draws from N(0, 0.08² I)."""
-    return _draw_starts_jit(key, int(n_starts), layout.n_theta)
-
-
-@lru_cache(maxsize=64)
-def _starts_for(layout: Layout, n_starts: int, seed: int):
-    # The starts depend only on (layout, count, seed): drawing them costs more host time
-    # than a small compiled fit, so repeated fits of one design reuse them. Same draws as
-    # start_points(layout, n_starts, PRNGKey(seed)).
-    return _seeded_starts_jit(np.int64(seed), n_starts=int(n_starts), n_theta=layout.n_theta)
+            warnings.warn(f"oscar_jax: {note} (see result.notes)", OscarNoteWarning, stacklevel=stacklevel)
 
 
 @lru_cache(maxsize=64)
@@ -183,25 +125,37 @@ def fit(data, model: str | ModelSpec = "oscar", *, reference_judge: str | None =
     ci_prob = check_ci_prob(ci_prob)
     starts = check_positive_int("starts", starts)
     max_iter = check_positive_int("max_iter", max_iter)
-    design = as_design(data, schema=schema, reference_judge=reference_judge, family_map=family_map,
-                       covariates=covariates, bothbad=bothbad)
-    spec = parse_model(model, ridge)
-    eff, notes = design.effective_spec(spec)
-    layout = design.layout(eff)
-    theta0 = _starts_for(layout, starts, int(seed))
+    problem = prepare(data, model, ridge=ridge, schema=schema, reference_judge=reference_judge,
+                      family_map=family_map, covariates=covariates, bothbad=bothbad)
+    return fit_problem(problem, starts=starts, seed=seed, ci_prob=ci_prob, max_iter=max_iter, warn=warn,
+                       stacklevel=3)
+
+
+def fit_problem(problem: Problem, *, starts: int = 2, seed: int = 0, ci_prob: float = 0.95, max_iter: int = 100,
+                warn: bool = True, stacklevel: int = 2) -> FitResult:
+    """:func:`fit` of a prepared :class:`~oscar_jax.problem.Problem` (see :func:`~oscar_jax.problem.prepare`).
+
+    ``stacklevel`` places the warnings (2: the caller of this function).
+    """
+    ci_prob = check_ci_prob(ci_prob)
+    starts = check_positive_int("starts", starts)
+    max_iter = check_positive_int("max_iter", max_iter)
+    design, eff, layout = problem.design, problem.effective_spec, problem.layout
+    theta0 = seeded_starts(layout, starts, int(seed))
     omega = _unit_weights(design.n_clusters)
     core = fit_core_jit(design.arrays, omega, theta0, layout=layout, n_clusters=design.n_clusters,
                         ridge=eff.ridge, v_bound=eff.v_bound, max_iter=max_iter, stats=design.arrays.stats)
     core = type(core)(*jax.device_get(tuple(core)))
+    notes = problem.notes
     if not bool(core.curvature_ok):
-        notes.append("covariances not computed: the penalized Hessian failed the B.3 curvature check")
+        notes += ("covariances not computed: the penalized Hessian failed the B.3 curvature check",)
     # Covariances are computed on first use (FitResult.cov): a caller who only needs the
     # estimate (a refit loop, a benchmark against a point-estimate baseline) does not pay
     # for the cluster sandwich.
-    result = FitResult(design=design, spec=spec, effective_spec=eff, layout=layout, core=core,
-                       notes=tuple(design.notes) + tuple(notes), ci_prob=ci_prob)
+    result = FitResult(design=design, spec=problem.spec, effective_spec=eff, layout=layout, core=core,
+                       notes=notes, ci_prob=ci_prob)
     if warn:
         for message in result.failed_checks():
-            warnings.warn(f"{eff.name} fit: {message}", OscarFitWarning, stacklevel=2)
-        _warn_notes(result.notes)
+            warnings.warn(f"{eff.name} fit: {message}", OscarFitWarning, stacklevel=stacklevel)
+        _warn_notes(result.notes, stacklevel + 1)
     return result

@@ -105,6 +105,11 @@ class FitResult:
         return jax.tree_util.tree_map(np.asarray, t)
 
     @property
+    def targets(self):
+        """Targets at θ̂ (s, h, log γ, log κ, γ̄, field), numpy; read-only."""
+        return self._targets
+
+    @property
     def scores(self) -> np.ndarray:
         return self._targets.s
 
@@ -161,6 +166,10 @@ class FitResult:
         if term == "cov":
             return out.reshape(self.design.n_judge, self.layout.n_cov)
         return out
+
+    def kept(self, term: str) -> np.ndarray:
+        """(K,) True where judge k's ``term`` coefficient was estimated (not fixed at 0 by B.2)."""
+        return self._kept(term)
 
     def _kept(self, term: str) -> np.ndarray:
         tb = self.layout.theta_blocks

@@ -46,8 +46,8 @@ from jax.sharding import PartitionSpec as P
 
 from . import _x64  # noqa: F401
 
-__all__ = ["REP", "replicate_mesh", "replicate_sharded", "shard_replicates", "pad_replicates", "padded_size",
-           "place_for_mesh", "to_host"]
+__all__ = ["REP", "replicate_mesh", "replicate_sharded", "shard_replicates", "sharded_runner", "pad_replicates",
+           "padded_size", "place_for_mesh", "to_host"]
 
 REP = "rep"  # name of the replicate mesh axis
 
@@ -203,6 +203,23 @@ def replicate_sharded(batched_fn: Callable, in_axes=0, *, mesh: Mesh | None = No
     except TypeError as err:
         raise TypeError(f"static keyword arguments must be hashable (they are compile-time constants): {err}") from None
     return _build(batched_fn, axes, mesh, key)
+
+
+def sharded_runner(batched_fn: Callable, shared, n_batched: int, *, mesh: Mesh, **static) -> Callable:
+    """``run(*batched)`` = ``batched_fn(shared, *batched, **static)``, split over ``mesh``.
+
+    For callers that chunk and pad themselves (each batched argument's leading size a
+    multiple of ``mesh.size``): ``shared`` is placed on every device once, and every
+    call places its ``n_batched`` batched arguments (across processes: global arrays
+    built from every process' identical host copy).
+    """
+    fn = replicate_sharded(batched_fn, (None,) + (0,) * int(n_batched), mesh=mesh, **static)
+    placed = place_for_mesh(shared, mesh, batched=False)
+
+    def run(*batched):
+        return fn(placed, *(place_for_mesh(x, mesh, True) for x in batched))
+
+    return run
 
 
 def shard_replicates(batched_fn: Callable, *args, in_axes=0, devices: Sequence | None = None,

@@ -157,3 +157,20 @@ def test_model_based_intervals_are_narrower_under_dependence():
     r = oj.fit(oj.simulate_design(seed=5, n_prompts=300), "oscar")
     wm_c, wm_m = r.win_matrix("sandwich"), r.win_matrix("model")
     assert np.median(wm_c.se_logit / wm_m.se_logit) > 1.2
+
+
+def test_prepare_resolves_the_problem_once_and_fit_problem_equals_fit():
+    from oscar_jax.fit import fit_problem
+    from oscar_jax.problem import prepare
+
+    design = oj.simulate_design(seed=0, n_prompts=60)
+    problem = prepare(design, "j+c", ridge=0.1)
+    assert problem.design is design
+    assert problem.spec == oj.parse_model("j+c", 0.1)
+    assert "cov" not in problem.effective_spec.terms
+    assert problem.layout == design.layout(problem.effective_spec)
+    assert problem.notes[-1].startswith("covariate term dropped")
+    direct = oj.fit(design, "j+c", ridge=0.1, warn=False)
+    prepared = fit_problem(problem, warn=False)
+    np.testing.assert_array_equal(prepared.theta, direct.theta)
+    assert prepared.notes == direct.notes and prepared.spec == direct.spec

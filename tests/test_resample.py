@@ -1,4 +1,4 @@
-"""Batched refits and the prompt bootstrap (oscar_jax.resample).
+"""Batched refits and the prompt bootstrap (oscar_jax.weights, oscar_jax.batch_fit, oscar_jax.resample).
 
 Compile budget: every fit here uses one small simulated design (the Appendix G generator,
 120 prompts) and one model (OSCAR, so position, length and family column selection are all
@@ -21,8 +21,9 @@ from oscar_jax.core import fit_core_jit
 from oscar_jax.derivatives import column_mask
 from oscar_jax.design import build_design, cell_stats_from_cluster_weights
 from oscar_jax.report import to_json
-from oscar_jax.resample import (BootstrapResult, bootstrap, bootstrap_indices, bootstrap_weights, fit_batch,
-                                fold_masks, prompt_folds, within_fold_weights)
+from oscar_jax.batch_fit import fit_batch
+from oscar_jax.resample import BootstrapResult, bootstrap
+from oscar_jax.weights import bootstrap_indices, bootstrap_weights, fold_masks, prompt_folds, within_fold_weights
 from oscar_jax.simulate import TABLE_G1, simulate_frame
 from oscar_jax.validate import OscarInputError
 
@@ -207,6 +208,12 @@ def test_column_selection_per_replicate_and_failed_replicates_excluded(design, f
 def boot(design, full):
     # 12 replicates in chunks of 8: the second chunk is padded, which must not leak.
     return bootstrap(design, MODEL, replicates=12, seed=0, full=full, chunk_size=CHUNK)
+
+
+def test_bootstrap_batch_carries_the_requested_model_and_the_full_fit_notes(boot, full):
+    # built once with the bootstrap's own problem, not patched after fit_batch
+    assert boot.batch.spec == full.spec and boot.batch.effective_spec == full.effective_spec
+    assert boot.batch.layout == full.layout and boot.batch.notes == full.notes
 
 
 def test_bootstrap_tables_centre_on_full_fit(boot, full, design):

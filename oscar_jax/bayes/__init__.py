@@ -8,7 +8,8 @@ The model reuses the point fit's parametrization and likelihood (``derivatives.l
 >>> post.leaderboard(); post.judges(); post.judge_comparisons(); post.diagnostics
 """
 
-from ._fit import INDEPENDENCE_LABEL, MAX_STORED_PROMPTS, default_prompt_effect, fit_bayes, to_datatree
+from ._datatree import to_datatree
+from ._fit import INDEPENDENCE_LABEL, MAX_STORED_PROMPTS, default_prompt_effect, fit_bayes
 from ._io import load_idata, plot_forest, plot_judges, save_idata
 from ._model import (
     PROMPT_EFFECTS,

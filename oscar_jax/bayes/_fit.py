@@ -5,23 +5,23 @@ from __future__ import annotations
 import os
 import time
 
-import arviz_base
 import jax
 import numpy as np
 
 from .. import _x64  # noqa: F401
 from ..derivatives import column_mask
 from ..design import Design
-from ..fit import as_design
 from ..leaderboard import INDEPENDENCE_NOTE
-from ..params import Layout
-from ..spec import ModelSpec, parse_model
+from ..problem import prepare
+from ..spec import ModelSpec
 from ..validate import OscarInputError, check_ci_prob
-from ._model import Priors, _effect_kind, model_data
+from ._datatree import to_datatree
+from ._model import Priors, effect_kind, model_data
 from ._result import BayesResult, compute_diagnostics
-from ._sampler import Draws, NutsSettings, progress_reporter, sample_posterior_jit, targets_of_draws
+from ._sampler import NutsSettings, progress_reporter, sample_posterior_jit
+from ._svi import fit_bayes_svi
 
-__all__ = ["fit_bayes", "to_datatree", "MAX_STORED_PROMPTS", "default_prompt_effect", "shared_prompt_share",
+__all__ = ["fit_bayes", "MAX_STORED_PROMPTS", "default_prompt_effect", "shared_prompt_share",
            "INDEPENDENCE_LABEL"]
 
 # Printed wherever an interval comes from a model that treats records as independent.
@@ -58,109 +58,6 @@ def _progress_wanted(show_progress: bool | None) -> bool:
     if show_progress is not None:
         return bool(show_progress)
     return os.environ.get("OSCAR_PROGRESS") not in ("0", "false", "no", "")
-
-
-def _pair_labels(names) -> list[str]:
-    c = len(names)
-    return [f"{names[i]} vs {names[j]}" for i in range(c) for j in range(i + 1, c)]
-
-
-def to_datatree(draws: Draws, design: Design, layout: Layout, mask: np.ndarray, *, prompt_effect: bool | str,
-                keep_prompt_effects: bool, attrs: dict | None = None):
-    """ArviZ DataTree (``posterior``, ``sample_stats``) with named coordinates.
-
-    Dims: ``parameter`` (free θ coordinates, labelled as ``Layout.theta_labels``),
-    ``candidate``, ``judge``, ``pair`` (unordered candidate pairs i < j: ``q`` is
-    P(first beats second)), ``prompt``, ``covariate``.
-    """
-    mask = np.asarray(mask)
-    free = np.flatnonzero(mask > 0)
-    labels = np.asarray(layout.theta_labels(design.candidates, design.judges, design.covariates))[free]
-    kind = _effect_kind(prompt_effect)
-    # the sd of a pair's score difference over prompts: σ_u for the slot shift, √2 σ_u for
-    # the prompt × candidate effect (u_{g,i} − u_{g,j} with zero-sum u_g)
-    diff_sd = draws.sigma * (np.sqrt(2.0) if kind == "candidate" else 1.0)
-    t = targets_of_draws(draws.theta, diff_sd, jax.numpy.asarray(free, jax.numpy.int32), layout)
-    t = jax.tree_util.tree_map(np.asarray, t)
-    c = design.n_cand
-    iu = np.triu_indices(c, 1)
-    posterior = {
-        "theta": np.asarray(draws.theta),
-        "s": t.s,
-        "q": t.q[..., iu[0], iu[1]],
-        "q_field": t.q_field,
-        "log_gamma": t.log_gamma,
-        "gamma": np.exp(t.log_gamma),
-        "kappa": t.kappa,
-        "gamma_bar": t.gamma_bar,
-    }
-    dims = {"theta": ["parameter"], "s": ["candidate"], "q": ["pair"], "q_field": ["candidate"],
-            "log_gamma": ["judge"], "gamma": ["judge"], "kappa": ["judge"]}
-    for term, block in t.beta.items():
-        name = "tau" if term == "tau" else f"beta_{term}"
-        posterior[name] = block
-        dims[name] = ["judge", "covariate"] if term == "cov" else ["judge"]
-    if "pos" in t.beta:
-        posterior["D"] = t.D
-        dims["D"] = ["judge"]
-    coords = {"parameter": list(labels), "candidate": list(design.candidates), "judge": list(design.judges),
-              "pair": _pair_labels(design.candidates)}
-    if design.covariates:
-        coords["covariate"] = list(design.covariates)
-    constant = _split_constants(posterior, dims, coords, design)
-    if kind:
-        posterior["sigma_prompt"] = np.asarray(draws.sigma)
-        if keep_prompt_effects:
-            posterior["z_prompt"] = np.asarray(draws.z)
-            if kind == "slot":
-                dims["z_prompt"] = ["prompt"]
-                coords["prompt"] = [str(p) for p in design.prompts]
-            else:  # Helmert coordinates ζ: no natural label, one per (prompt, candidate) occurrence beyond the first
-                dims["z_prompt"] = ["prompt_contrast"]
-    steps = np.asarray(draws.n_steps)
-    sample_stats = {
-        "diverging": np.asarray(draws.diverging, bool),
-        "energy": np.asarray(draws.energy),
-        "lp": -np.asarray(draws.potential),
-        "n_steps": steps,
-        # NUTS doubles the trajectory: a tree of depth d has up to 2^d − 1 leapfrog steps.
-        "tree_depth": np.ceil(np.log2(steps + 1.0)).astype(np.int64),
-        "acceptance_rate": np.asarray(draws.accept),
-        "step_size": np.broadcast_to(np.asarray(draws.step_size)[:, None], steps.shape).copy(),
-    }
-    groups = {"posterior": posterior, "sample_stats": sample_stats}
-    if constant:
-        groups["constant_data"] = constant
-    return arviz_base.from_dict(groups, dims=dims, coords=coords, attrs={"posterior": dict(attrs or {})})
-
-
-def _split_constants(posterior: dict, dims: dict, coords: dict, design: Design) -> dict:
-    """Move judge entries that are constants (γ_ref ≡ 1, coefficients B.2 holds at 0) out of the posterior.
-
-    A constant has no R-hat (0/0: NaN rows and RuntimeWarnings in ``az.summary``). Such a
-    variable keeps only its varying judges in the posterior, on its own dim
-    ``judge_<variable>``; the constants go to ``constant_data`` as ``<variable>_fixed``
-    over ``judge_<variable>_fixed``. :meth:`BayesResult.draws` puts them back together.
-    """
-    constant = {}
-    judges = np.asarray(design.judges, dtype=object)
-    for name in [n for n, d in dims.items() if d and d[0] == "judge"]:
-        x = np.asarray(posterior[name])
-        flat = x.reshape(x.shape[0] * x.shape[1], x.shape[2], -1)
-        fixed = np.all(flat == flat[:1], axis=(0, 2))
-        if not fixed.any():
-            continue
-        dim = f"judge_{name}"
-        dims[f"{name}_fixed"] = [f"{dim}_fixed"] + dims[name][1:]
-        coords[f"{dim}_fixed"] = list(judges[fixed])
-        if fixed.all():  # nothing of it is sampled: the tables show it as not estimated
-            del posterior[name], dims[name]
-        else:
-            posterior[name] = x[:, :, ~fixed]
-            dims[name] = [dim] + dims[name][1:]
-            coords[dim] = list(judges[~fixed])
-        constant[f"{name}_fixed"] = flat[0, fixed].reshape((int(fixed.sum()),) + x.shape[3:])
-    return constant
 
 
 def fit_bayes(data, model: str | ModelSpec = "oscar", *, prompt_effect: bool | str | None = None, priors: Priors | None = None,
@@ -243,7 +140,7 @@ def fit_bayes(data, model: str | ModelSpec = "oscar", *, prompt_effect: bool | s
     if method not in ("nuts", "svi"):
         raise OscarInputError(f"method must be 'nuts' or 'svi', got {method!r}")
     if prompt_effect is not None:
-        _effect_kind(prompt_effect)
+        effect_kind(prompt_effect)
     if priors is None:
         priors = Priors()
     elif not isinstance(priors, Priors):
@@ -253,15 +150,14 @@ def fit_bayes(data, model: str | ModelSpec = "oscar", *, prompt_effect: bool | s
     settings = NutsSettings(chains=chains, warmup=warmup, draws=draws, dense_mass=bool(dense_mass),
                             target_accept=float(target_accept), max_tree_depth=max_tree_depth,
                             progress=_progress_wanted(show_progress))
-    design = as_design(data, schema=schema, reference_judge=reference_judge, family_map=family_map,
-                       covariates=covariates, bothbad=bothbad)
-    spec = parse_model(model, ridge)
-    eff, notes = design.effective_spec(spec)
-    layout = design.layout(eff)
+    problem = prepare(data, model, ridge=ridge, schema=schema, reference_judge=reference_judge,
+                      family_map=family_map, covariates=covariates, bothbad=bothbad)
+    design, spec, eff, layout = problem.design, problem.spec, problem.effective_spec, problem.layout
+    notes = list(problem.notes)
     resolved = priors.resolved(eff.ridge)
     if prompt_effect is None:
         prompt_effect = default_prompt_effect(design)
-    kind = _effect_kind(prompt_effect)
+    kind = effect_kind(prompt_effect)
     prompt_effect = kind or False
     if kind and design.n_clusters < 2:
         raise OscarInputError(f"the prompt effect needs at least two prompts; the data have {design.n_clusters}")
@@ -283,11 +179,9 @@ def fit_bayes(data, model: str | ModelSpec = "oscar", *, prompt_effect: bool | s
     n_clusters = design.n_clusters if kind else None
     md = model_data(design.arrays, mask, resolved, layout, prompt_effect=prompt_effect)
     if method == "svi":
-        from ._svi import fit_bayes_svi
-
-        return fit_bayes_svi(design=design, spec=spec, eff=eff, layout=layout, mask=mask, priors=resolved, md=md,
-                             prompt_effect=prompt_effect, n_clusters=n_clusters, keep_prompt_effects=keep,
-                             notes=notes, seed=seed, ci_prob=ci_prob, ridge=ridge, settings=svi, warn=warn)
+        return fit_bayes_svi(problem, mask=mask, priors=resolved, md=md, prompt_effect=prompt_effect,
+                             n_clusters=n_clusters, keep_prompt_effects=keep, notes=notes, seed=seed, ci_prob=ci_prob,
+                             settings=svi, warn=warn)
     start = time.perf_counter()
     with progress_reporter(settings, desc=f"NUTS {eff.name}"):
         out = sample_posterior_jit(jax.random.PRNGKey(int(seed)), md, layout=layout, n_clusters=n_clusters,
@@ -305,7 +199,7 @@ def fit_bayes(data, model: str | ModelSpec = "oscar", *, prompt_effect: bool | s
         idata["posterior"] = ds.drop_vars([v for v in ("z_prompt", "prompt") if v in ds.variables])
     result = BayesResult(design=design, spec=spec, effective_spec=eff, layout=layout, mask=mask, priors=resolved,
                          settings=settings, prompt_effect=prompt_effect, seed=int(seed), idata=idata,
-                         diagnostics=diagnostics, notes=tuple(design.notes) + tuple(notes), ci_prob=ci_prob,
+                         diagnostics=diagnostics, notes=tuple(notes), ci_prob=ci_prob,
                          timing={"sampling_s_including_compile": elapsed})
     if warn:
         result.warn_if_poor(stacklevel=2)

@@ -2,26 +2,33 @@
 
 from __future__ import annotations
 
-import importlib.util
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 import xarray as xr
 
+from ..palette import COLOURS, GREY
 from ..report import shorten_names, write_tables
 
 __all__ = ["save_idata", "load_idata", "save_result", "plot_forest", "plot_judges", "OKABE_ITO"]
 
-from ..palette import COLOURS, GREY
-
 OKABE_ITO = {**COLOURS, "grey": GREY}  # the package's one palette, by name
 
 
+@lru_cache(maxsize=1)
 def _netcdf4_engine() -> str | None:
-    for engine, module in (("h5netcdf", "h5netcdf"), ("netcdf4", "netCDF4")):
-        if importlib.util.find_spec(module) is not None:
-            return engine
-    return None
+    # Optional writers, tried in xarray's order of preference.
+    try:
+        import h5netcdf  # noqa: F401
+        return "h5netcdf"
+    except ImportError:
+        pass
+    try:
+        import netCDF4  # noqa: F401
+        return "netcdf4"
+    except ImportError:
+        return None
 
 
 def _netcdf3_ready(ds: xr.Dataset) -> tuple[xr.Dataset, dict]:
@@ -91,7 +98,7 @@ def _figure(height: float):
 
 def plot_forest(result, path, ci_prob: float | None = None) -> Path:
     """Forest plot of q against the field (posterior mean and HDI) for every candidate."""
-    prob = result._ci(ci_prob)
+    prob = result.resolve_ci(ci_prob)
     lb = result.leaderboard(prob).iloc[::-1]
     fig = _figure(1.2 + 0.32 * len(lb))
     ax = fig.add_subplot()
@@ -113,7 +120,7 @@ def plot_forest(result, path, ci_prob: float | None = None) -> Path:
 
 def plot_judges(result, path, ci_prob: float | None = None) -> Path:
     """Judge sensitivities κ_k with HDIs; the reference judge in a second colour and marker."""
-    prob = result._ci(ci_prob)
+    prob = result.resolve_ci(ci_prob)
     jt = result.judges(prob).sort_values("kappa", kind="mergesort")
     fig = _figure(1.2 + 0.3 * len(jt))
     ax = fig.add_subplot()

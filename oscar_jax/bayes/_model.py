@@ -31,7 +31,7 @@ from ..validate import OscarInputError
 
 __all__ = ["Priors", "ModelData", "CandidateEffectIndex", "PROMPT_EFFECTS", "oscar_model", "prompt_loss",
            "prompt_candidate_loss", "prompt_candidate_index", "candidate_effects", "prompt_prior", "model_data",
-           "prior_scales", "theta_from_unconstrained", "unconstrained_from_theta"]
+           "prior_scales", "theta_from_unconstrained", "unconstrained_from_theta", "effect_kind"]
 
 # Prompt random effects: "candidate" is s_{i,g} = s_i + σ_u u_{g,i} (prompt × candidate);
 # "slot" is the older single shift σ_u z_g of the slot-A score per prompt, kept for comparison.
@@ -192,7 +192,7 @@ class ModelData(NamedTuple):
     occ: CandidateEffectIndex | None = None
 
 
-def _effect_kind(prompt_effect) -> str | None:
+def effect_kind(prompt_effect) -> str | None:
     """None (no prompt effect), "candidate" (True or "candidate") or "slot"."""
     if prompt_effect is None or prompt_effect is False or prompt_effect is np.False_:
         return None
@@ -212,7 +212,7 @@ def model_data(arrays: DesignArrays, mask, priors: Priors, layout: Layout, *, pr
     ``prompt_effect``: False (plain), True or ``"candidate"`` (prompt × candidate
     effect), ``"slot"`` (one slot-A shift per prompt).
     """
-    kind = _effect_kind(prompt_effect)
+    kind = effect_kind(prompt_effect)
     mask = np.asarray(mask)
     free = np.flatnonzero(mask > 0).astype(np.int32)
     sd = prior_scales(priors, layout)[free]

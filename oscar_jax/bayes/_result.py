@@ -185,6 +185,10 @@ class BayesResult:
     def _ci(self, ci_prob):
         return self.ci_prob if ci_prob is None else check_ci_prob(ci_prob)
 
+    def resolve_ci(self, ci_prob: float | None = None) -> float:
+        """The interval level a table uses: ``ci_prob`` (checked), or the result's own when None."""
+        return self._ci(ci_prob)
+
     def _hdi(self, x: np.ndarray, prob: float) -> np.ndarray:
         """(…, 2) highest-density interval over the (chain, draw) axes."""
         return np.asarray(array_stats.hdi(x, prob, axis=(0, 1)))

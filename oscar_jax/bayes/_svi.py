@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 from dataclasses import dataclass
 from functools import partial
 
@@ -42,9 +43,13 @@ from numpyro.infer.initialization import init_to_value
 from numpyro.optim import optax_to_numpyro
 
 from .. import _x64  # noqa: F401
+from ..fit import fit_problem
 from ..params import Layout
+from ..problem import Problem
 from ..validate import OscarInputError, check_positive_int
+from ._datatree import to_datatree
 from ._model import ModelData, oscar_model, theta_from_unconstrained, unconstrained_from_theta
+from ._result import BayesResult
 from ._sampler import Draws
 
 __all__ = ["SviSettings", "fit_bayes_svi", "run_svi", "run_svi_jit", "elbo_plateau", "VariationalWarning",
@@ -242,20 +247,20 @@ def svi_sample_stats(losses) -> xr.Dataset:
                       coords={"svi_step": np.arange(loss.size)})
 
 
-def fit_bayes_svi(*, design, spec, eff, layout, mask, priors, md: ModelData, prompt_effect: str | bool,
+def fit_bayes_svi(problem: Problem, *, mask, priors, md: ModelData, prompt_effect: str | bool,
                   n_clusters: int | None, keep_prompt_effects: bool, notes: list, seed: int, ci_prob: float,
-                  ridge, settings: SviSettings | None, warn: bool):
-    """The SVI branch of :func:`~oscar_jax.bayes.fit_bayes` (validated inputs in, BayesResult out)."""
-    from ..fit import fit
-    from ._fit import to_datatree
-    from ._result import BayesResult
+                  settings: SviSettings | None, warn: bool):
+    """The SVI branch of :func:`~oscar_jax.bayes.fit_bayes` (validated inputs in, BayesResult out).
 
+    ``notes`` are the problem's notes followed by those of the Bayesian set-up.
+    """
+    design, spec, eff, layout = problem.design, problem.spec, problem.effective_spec, problem.layout
     settings = SviSettings() if settings is None else settings
     if not isinstance(settings, SviSettings):
         raise OscarInputError(f"svi must be an oscar_jax.bayes.SviSettings, got {type(settings).__name__}")
     t0 = time.perf_counter()
     # Start at the posterior mode: the penalized point fit θ̂ (same ridge, same B.2 columns).
-    theta0 = fit(design, spec, ridge=ridge, starts=1, seed=int(seed), warn=False).theta
+    theta0 = fit_problem(problem, starts=1, seed=int(seed), warn=False).theta
     point_s = time.perf_counter() - t0
     free = np.flatnonzero(np.asarray(mask) > 0)
     w0 = unconstrained_from_theta(jnp.asarray(np.asarray(theta0)[free]), md.is_log_gamma)
@@ -287,11 +292,9 @@ def fit_bayes_svi(*, design, spec, eff, layout, mask, priors, md: ModelData, pro
         notes.append(f"SVI minibatches: {batch:,} of {n_units:,} likelihood units per step")
     result = BayesResult(design=design, spec=spec, effective_spec=eff, layout=layout, mask=mask, priors=priors,
                          settings=settings, prompt_effect=prompt_effect, seed=int(seed), idata=idata,
-                         diagnostics=diagnostics, notes=tuple(design.notes) + tuple(notes), ci_prob=ci_prob,
+                         diagnostics=diagnostics, notes=tuple(notes), ci_prob=ci_prob,
                          timing={"point_fit_s": point_s, "svi_s_including_compile": svi_s})
     if warn:
-        import warnings
-
         warnings.warn(VariationalWarning(NARROW_WARNING), stacklevel=3)
         result.warn_if_poor(stacklevel=3)
     return result
