@@ -8,8 +8,8 @@ import pytest
 from jax.test_util import check_grads
 
 import oscar_jax as oj
-from oscar_jax.derivatives import (cluster_scores, column_mask, expected_information, loss_value,
-                                   value_grad_hess)
+from oscar_jax.derivatives import cluster_scores, expected_information, loss_value, value_grad_hess
+from oscar_jax.selection import column_mask
 from oscar_jax.model import local_loss
 
 # Assembled (scattered) derivatives vs direct autodiff of the summed loss: both exact, so
