@@ -34,7 +34,7 @@ from .data import load_judgments
 from .design import Design, build_design
 from .fit import as_design, fit
 from .links import sigmoid
-from .refit import LOSS_CLIP
+from .heldout import LOSS_CLIP
 from .resample import _percentiles, bootstrap_weights, fit_batch, prompt_folds
 from .validate import OscarInputError, check_ci_prob, check_positive_int
 
