@@ -19,7 +19,7 @@ from .design import DesignArrays, cell_stats_from_cluster_weights
 from .params import Layout
 from .program_cache import persistent_jit, register_pytree_names
 from .selection import column_mask, components_connected
-from .solver import lm_minimize
+from .solver import at_active_bound, lm_minimize
 
 __all__ = ["FitCore", "fit_core", "penalized_vgh", "STATIONARITY_TOL"]
 
@@ -155,7 +155,7 @@ def fit_core(arrays: DesignArrays, omega, theta_starts, *, layout: Layout, n_clu
     sol = jax.tree_util.tree_map(pick, runs)
 
     theta = sol.theta
-    grad_proj = jnp.where(((theta <= lo) & (sol.grad > 0)) | ((theta >= hi) & (sol.grad < 0)), 0.0, sol.grad)
+    grad_proj = jnp.where(at_active_bound(theta, sol.grad, lo, hi), 0.0, sol.grad)
     grad_inf = jnp.max(jnp.abs(grad_proj))
     n_free = jnp.sum(mask)
 

@@ -29,8 +29,8 @@ import jax.numpy as jnp
 
 from . import _x64  # noqa: F401
 
-__all__ = ["MAX_LOG_GAMMA_STEP", "LMState", "SolveResult", "STATUS", "iterate", "lm_init", "lm_minimize",
-           "lm_result", "lm_step", "lm_terminate"]
+__all__ = ["MAX_LOG_GAMMA_STEP", "LMState", "SolveResult", "STATUS", "at_active_bound", "iterate", "lm_init",
+           "lm_minimize", "lm_result", "lm_step", "lm_terminate"]
 
 MAX_LOG_GAMMA_STEP = 1.0  # largest change of any bounded coordinate (log γ_k) in one step
 
@@ -82,7 +82,7 @@ class LMState(NamedTuple):
     status: jax.Array    # int32 key of STATUS while running (0 until stopped)
 
 
-def _active(theta, g, lo, hi):
+def at_active_bound(theta, g, lo, hi):
     """Coordinates held at a bound because the gradient pushes them outward."""
     return ((theta <= lo) & (g > 0)) | ((theta >= hi) & (g < 0))
 
@@ -93,7 +93,7 @@ def _masked(g, h, mask):
 
 def _proj_norm(theta, g, mask, lo, hi):
     """‖projected masked gradient‖∞."""
-    return jnp.max(jnp.abs(jnp.where(_active(theta, g, lo, hi), 0.0, g * mask)), initial=0.0)
+    return jnp.max(jnp.abs(jnp.where(at_active_bound(theta, g, lo, hi), 0.0, g * mask)), initial=0.0)
 
 
 def lm_init(theta0, lo, hi) -> LMState:
@@ -164,7 +164,7 @@ def lm_step(state: LMState, vgh, lo, hi, masks, tols, *, max_iter: int = 100, ma
     done = converged | exhausted | (it >= max_iter)
     # Next trial: damped Newton step on the free coordinates of this phase.
     gm, hm = _masked(g, h, masks[phase])
-    free = (~_active(theta, gm, lo, hi)).astype(theta.dtype)
+    free = (~at_active_bound(theta, gm, lo, hi)).astype(theta.dtype)
     g_s, h_s = _masked(gm, hm, free)
     chol = jnp.linalg.cholesky(h_s + mu * eye)
     delta = jax.scipy.linalg.cho_solve((chol, True), -g_s)
