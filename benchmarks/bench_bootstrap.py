@@ -50,7 +50,7 @@ from oscar_jax.data import load_judgments, shared_data_dir  # noqa: E402
 from oscar_jax.design import build_design  # noqa: E402
 from oscar_jax.fit import as_design, covariances_jit, start_points  # noqa: E402
 from oscar_jax.params import Layout  # noqa: E402
-from oscar_jax.refit import compare  # noqa: E402
+from oscar_jax.heldout import compare  # noqa: E402
 from oscar_jax.resample import auto_chunk_size, batched_fit_core_jit, bootstrap, bootstrap_weights  # noqa: E402
 from oscar_jax.sandwich import delta_se, targets  # noqa: E402
 from oscar_jax.simulate import TABLE_G1, simulate_jit  # noqa: E402

@@ -12,11 +12,11 @@ compile_cache.enable()  # the Python API and the CLI share one persistent XLA ca
 from .data import LoadReport, load_judgments
 from .schemas import load_arena_hard  # (importing schemas registers the ecosystem input conventions)
 from .design import Design, build_design
-from .diagnostics import attenuation, median_abs_log_discrepancy
+from .attenuation import FixedScoreRefit, attenuation, attenuation_refit, fixed_score_refit, median_abs_log_discrepancy
 from .families import family_of
 from .fit import OscarFitWarning, OscarNoteWarning, fit
+from .heldout import CompareResult, compare
 from .leaderboard import arena_leaderboard, arena_text
-from .refit import CompareResult, FixedScoreRefit, attenuation_refit, compare, fixed_score_refit
 from .batch_fit import BatchFit, fit_batch
 from .resample import BootstrapResult, bootstrap
 from .results import FitResult

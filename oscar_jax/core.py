@@ -14,13 +14,14 @@ import jax
 import jax.numpy as jnp
 
 from . import _x64  # noqa: F401
-from .derivatives import column_mask, components_connected, expected_information, loss_value, value_grad_hess
+from .derivatives import expected_information, value_grad_hess
 from .design import DesignArrays, cell_stats_from_cluster_weights
 from .params import Layout
 from .program_cache import persistent_jit, register_pytree_names
-from .solver import lm_minimize
+from .selection import column_mask, components_connected
+from .solver import at_active_bound, lm_minimize
 
-__all__ = ["FitCore", "fit_core", "penalized_functions", "STATIONARITY_TOL"]
+__all__ = ["FitCore", "fit_core", "penalized_vgh", "STATIONARITY_TOL"]
 
 STATIONARITY_TOL = 1e-7  # B.3(1): ‖∇L‖∞ / N
 
@@ -54,18 +55,15 @@ class FitCore(NamedTuple):
     info: jax.Array           # (P, P) expected information R̂ᵀŴR̂ (unpenalized), zero on fixed
 
 
-def penalized_functions(arrays: DesignArrays, stats, layout: Layout, ridge):
-    """(vgh, value) of the penalized objective L(θ) + (λ/2)‖θ‖² (Eq. 4), unmasked."""
+def penalized_vgh(arrays: DesignArrays, stats, layout: Layout, ridge):
+    """θ ↦ (f, ∇f, ∇²f) of the penalized objective L(θ) + (λ/2)‖θ‖² (Eq. 4), unmasked."""
     eye = jnp.eye(layout.n_theta)
-
-    def value(theta):
-        return loss_value(theta, arrays, stats, layout) + 0.5 * ridge * jnp.sum(theta ** 2)
 
     def vgh(theta):
         f, g, h = value_grad_hess(theta, arrays, stats, layout)
         return f + 0.5 * ridge * jnp.sum(theta ** 2), g + ridge * theta, h + ridge * eye
 
-    return vgh, value
+    return vgh
 
 
 def _extreme_eigs(m):
@@ -122,9 +120,8 @@ def fit_core(arrays: DesignArrays, omega, theta_starts, *, layout: Layout, n_clu
         stats = cell_stats_from_cluster_weights(arrays, omega, arrays.a.shape[0])
     if mask is None:
         mask = column_mask(arrays, stats, layout)
-    vgh, value = penalized_functions(arrays, stats, layout, ridge)
-    lo_np, hi_np = layout.bounds(1.0)
-    is_v = jnp.isfinite(jnp.asarray(lo_np))
+    vgh = penalized_vgh(arrays, stats, layout, ridge)
+    is_v = jnp.asarray(layout.v_mask)
     lo = jnp.where(is_v, -v_bound, -jnp.inf)
     hi = jnp.where(is_v, v_bound, jnp.inf)
     weight = jnp.sum(stats[:, 0])
@@ -145,7 +142,7 @@ def fit_core(arrays: DesignArrays, omega, theta_starts, *, layout: Layout, n_clu
         masks, tols = mask[None, :], gtol_abs[None]
 
     def solve(theta0):
-        return lm_minimize(vgh, value, theta0 * mask, lo, hi, masks, tols, max_iter=max_iter)
+        return lm_minimize(vgh, theta0 * mask, lo, hi, masks, tols, max_iter=max_iter)
 
     # The starts run one after another (lax.map), not vmapped: with a batch axis the
     # segment sums of the derivative assembly lose their fast path, and two vmapped starts
@@ -158,7 +155,7 @@ def fit_core(arrays: DesignArrays, omega, theta_starts, *, layout: Layout, n_clu
     sol = jax.tree_util.tree_map(pick, runs)
 
     theta = sol.theta
-    grad_proj = jnp.where(((theta <= lo) & (sol.grad > 0)) | ((theta >= hi) & (sol.grad < 0)), 0.0, sol.grad)
+    grad_proj = jnp.where(at_active_bound(theta, sol.grad, lo, hi), 0.0, sol.grad)
     grad_inf = jnp.max(jnp.abs(grad_proj))
     n_free = jnp.sum(mask)
 

@@ -26,8 +26,6 @@ __all__ = [
     "cell_probabilities",
     "cluster_scores",
     "cluster_scores_phi",
-    "column_mask",
-    "components_connected",
     "expected_information",
     "loss_value",
     "value_grad_hess",
@@ -45,23 +43,6 @@ def loss_value(theta, arrays: DesignArrays, stats, layout: Layout):
     return jnp.sum(local_loss(_columns(theta, arrays, layout), arrays.z.T, stats.T, layout))
 
 
-def judge_slot_index(layout: Layout):
-    """φ index of judge k's j-th local slot (K, n_local − 2): slots 2.. are per-judge."""
-    pb = layout.phi_blocks
-    cols = []
-    ks = np.arange(layout.n_judge, dtype=np.int32)  # host numpy: a static index, no XLA program
-    if layout.structure.learn_gamma:
-        cols.append(pb["v"].start + ks)
-    for t in layout.bias_terms:
-        if t == "cov":
-            cols += [pb["cov"].start + ks * layout.n_cov + j for j in range(layout.n_cov)]
-        else:
-            cols.append(pb[t].start + ks)
-    if not cols:
-        return np.zeros((layout.n_judge, 0), np.int32)
-    return np.stack(cols, axis=1).astype(np.int32)
-
-
 @lru_cache(maxsize=128)
 def _theta_map(layout: Layout) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """How θ reads the reduced blocks: (Helmert C, judge of, slot of) each non-score θ.
@@ -72,7 +53,7 @@ def _theta_map(layout: Layout) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     slot are read off J itself, so this cannot drift from ``Layout.jacobian``.
     """
     c = layout.n_cand
-    jidx = judge_slot_index(layout)                        # (K, n_j) φ index of (judge, slot)
+    jidx = layout.judge_slots                              # (K, n_j) φ index of (judge, slot)
     jac = np.asarray(layout.jacobian)
     owner = {int(jidx[k, j]): (k, j) for k in range(jidx.shape[0]) for j in range(jidx.shape[1])}
     rest = jac[:, c - 1:]
@@ -168,83 +149,3 @@ def cluster_scores(theta, arrays: DesignArrays, layout: Layout, n_clusters: int,
     sign does not matter.) ``omega`` (G,) reweights clusters (bootstrap, folds).
     """
     return cluster_scores_phi(theta, arrays, layout, n_clusters, omega) @ jnp.asarray(layout.jacobian)
-
-
-def _bias_columns(arrays: DesignArrays, layout: Layout):
-    """(term, column index within term, covariate vector) in B.2 order (no τ)."""
-    cols = []
-    ones = jnp.ones(arrays.z.shape[0], arrays.z.dtype)
-    for t in layout.bias_terms:
-        if t == "pos":
-            cols.append((t, 0, ones))
-        elif t == "len":
-            cols.append((t, 0, arrays.z[:, 0]))
-        elif t == "fam":
-            cols.append((t, 0, arrays.z[:, 1]))
-        elif t == "cov":
-            cols.extend((t, j, arrays.z[:, 2 + j]) for j in range(layout.n_cov))
-    return cols
-
-
-def column_mask(arrays: DesignArrays, stats, layout: Layout, tol: float = 1e-10):
-    """Free-coordinate mask of θ (1 = estimated, 0 = fixed at zero), Appendix B.2.
-
-    Within each judge, the bias columns (position 1, length L, family F, covariates X)
-    are considered in that order; a column is kept only if it raises the numerical rank
-    of that judge's weighted covariate design, i.e. if its residual after projection on
-    the kept columns has norm above ``tol`` times its own norm. Projection is a
-    modified Gram–Schmidt in the record domain (segment sums by judge), which resolves
-    exact collinearity to rounding level (~1e-16), far below ``tol``; a Gram-matrix
-    version would only resolve ~1e-8. Judges with no weight also get their log γ (and
-    τ) fixed. Works under vmap over ``stats``.
-    """
-    w = stats[:, 0]
-    K = layout.n_judge
-    seg = lambda x: jax.ops.segment_sum(x, arrays.k, num_segments=K)  # noqa: E731
-    has_data = seg(w) > 0
-    mask = jnp.ones(layout.n_theta, stats.dtype)
-    tb = layout.theta_blocks
-    basis = []
-    for term, j, x in _bias_columns(arrays, layout):
-        r = x
-        for q in basis:
-            num, den = seg(w * r * q), seg(w * q * q)
-            coef = jnp.where(den > 0, num / jnp.where(den > 0, den, 1.0), 0.0)
-            r = r - coef[arrays.k] * q
-        res, norm = seg(w * r * r), seg(w * x * x)
-        keep = (norm > 0) & (res > (tol ** 2) * norm) & has_data
-        basis.append(r * keep[arrays.k])
-        if term == "cov":
-            positions = tb["cov"].start + jnp.arange(K) * layout.n_cov + j
-        else:
-            positions = tb[term].start + jnp.arange(K)
-        mask = mask.at[positions].set(keep.astype(stats.dtype))
-    if layout.structure.davidson:
-        mask = mask.at[tb["tau"]].set(has_data.astype(stats.dtype))
-    if layout.structure.learn_gamma:
-        free = jnp.asarray([kk for kk in range(K) if kk != layout.ref], jnp.int32)
-        mask = mask.at[tb["v"]].set(has_data[free].astype(stats.dtype))
-    return mask
-
-
-def components_connected(arrays: DesignArrays, stats, n_cand: int):
-    """Whether the comparison graph of positive-weight cells is connected (and spans all).
-
-    Label propagation (each node takes the smallest label among its neighbours) until
-    nothing changes; at most n_cand rounds. Works under vmap.
-    """
-    active = stats[:, 0] > 0
-    big = jnp.int32(n_cand)
-    present = (jax.ops.segment_sum(active.astype(jnp.int32), arrays.a, num_segments=n_cand)
-               + jax.ops.segment_sum(active.astype(jnp.int32), arrays.b, num_segments=n_cand)) > 0
-
-    def step(state):
-        labels, _, it = state
-        la, lb = labels[arrays.a], labels[arrays.b]
-        m = jnp.where(active, jnp.minimum(la, lb), big)
-        new = labels.at[arrays.a].min(m).at[arrays.b].min(m)
-        return new, jnp.any(new != labels), it + 1
-
-    labels0 = jnp.arange(n_cand, dtype=jnp.int32)
-    labels, _, _ = jax.lax.while_loop(lambda s: s[1] & (s[2] < n_cand + 1), step, (labels0, jnp.bool_(True), 0))
-    return jnp.all(present) & jnp.all(labels == 0)

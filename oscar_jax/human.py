@@ -34,7 +34,7 @@ from .data import load_judgments
 from .design import Design, build_design
 from .fit import as_design, fit
 from .links import sigmoid
-from .refit import LOSS_CLIP
+from .heldout import LOSS_CLIP
 from .batch_fit import fit_batch
 from .intervals import percentiles
 from .weights import bootstrap_weights, prompt_folds

@@ -28,7 +28,6 @@ from .params import Layout
 __all__ = [
     "HessianCells",
     "column_derivatives",
-    "local_derivatives",
     "local_eta",
     "local_expected_stats",
     "local_index",
@@ -54,20 +53,11 @@ def _read(phi_loc, layout: Layout):
 
 
 def _bias_covariates(z, layout: Layout):
-    """The covariate multiplying each bias coefficient, in slot order.
+    """The covariate multiplying each bias coefficient, in slot order (``Layout.bias_columns``).
 
-    z = (L, F, X_1..X_U); position multiplies 1.
+    z = (L, F, X_1..X_U) along axis 0; position multiplies 1.
     """
-    cols = []
-    for t in layout.bias_terms:
-        if t == "pos":
-            cols.append(jnp.ones_like(z[0]))
-        elif t == "len":
-            cols.append(z[0])
-        elif t == "fam":
-            cols.append(z[1])
-        elif t == "cov":
-            cols.extend(z[2 + j] for j in range(layout.n_cov))
+    cols = [jnp.ones_like(z[0]) if col is None else z[col] for _, _, col in layout.bias_columns]
     return jnp.stack(cols) if cols else jnp.zeros((0,) + z.shape[1:], z.dtype)
 
 
@@ -111,43 +101,6 @@ def local_loss(phi_loc, z, stats, layout: Layout):
     eta = local_eta(phi_loc, z, layout)
     tau = phi_loc[-1] if layout.structure.davidson else None
     return _tie_loss(eta, tau, stats, layout.structure.davidson)
-
-
-def local_derivatives(phi_loc, z, stats, layout: Layout):
-    """(ℓ, ∇ℓ, ∇²ℓ) of :func:`local_loss` in the local slots, exactly, by the chain rule.
-
-    ℓ = ψ(η(φ), τ). η is linear in the scores and bias coefficients for fixed log γ, so
-    ∇²η is non-zero only in the log-γ row and column: ∇²η = e_v cᵀ + c e_vᵀ − c_v e_v e_vᵀ
-    with c = ∂(∇η)/∂v (one forward-mode pass). Then
-    ∇²ℓ = ψ_ηη r rᵀ + ψ_η ∇²η (+ τ terms for Davidson), r = ∇η. Every derivative comes
-    from autodiff of the one definition of η and ψ; the structure only tells which
-    second derivatives vanish, which makes this several times cheaper than
-    ``jax.hessian(local_loss)`` (verified equal in the tests).
-    """
-    n = phi_loc.shape[0]
-    davidson = layout.structure.davidson
-    eta_fn = lambda p: local_eta(p, z, layout)  # noqa: E731
-    eta, r = jax.jvp(eta_fn, (phi_loc,), (jnp.zeros_like(phi_loc),))[0], jax.jacfwd(eta_fn)(phi_loc)
-    if layout.structure.learn_gamma:
-        e_v = jnp.zeros(n, phi_loc.dtype).at[2].set(1.0)
-        c = jax.jvp(jax.jacfwd(eta_fn), (phi_loc,), (e_v,))[1]
-        d2 = jnp.outer(e_v, c) + jnp.outer(c, e_v) - c[2] * jnp.outer(e_v, e_v)
-    else:
-        d2 = jnp.zeros((n, n), phi_loc.dtype)
-    if davidson:
-        psi = lambda x: _tie_loss(x[0], x[1], stats, True)  # noqa: E731
-        x = jnp.stack([eta, phi_loc[-1]])
-        value, gx = jax.value_and_grad(psi)(x)
-        hx = jax.hessian(psi)(x)
-        e_t = jnp.zeros(n, phi_loc.dtype).at[n - 1].set(1.0)
-        grad = gx[0] * r + gx[1] * e_t
-        hess = (hx[0, 0] * jnp.outer(r, r) + gx[0] * d2 + hx[0, 1] * (jnp.outer(r, e_t) + jnp.outer(e_t, r))
-                + hx[1, 1] * jnp.outer(e_t, e_t))
-        return value, grad, hess
-    psi = lambda e: _tie_loss(e, None, stats, False)  # noqa: E731
-    value, g1 = jax.value_and_grad(psi)(eta)
-    g2 = jax.grad(jax.grad(psi))(eta)
-    return value, g1 * r, g2 * jnp.outer(r, r) + g1 * d2
 
 
 class HessianCells(NamedTuple):
@@ -286,14 +239,7 @@ def local_expected_stats(phi_loc, z, stats, layout: Layout):
 
 
 def local_index(layout: Layout, a, b, k):
-    """φ indices (N × n_local) of each record's slots; jnp twin of ``Layout.local_index``."""
-    pb = layout.phi_blocks
-    cols = [a, b]
-    if layout.structure.learn_gamma:
-        cols.append(pb["v"].start + k)
-    for t in layout.bias_terms:
-        if t == "cov":
-            cols += [pb["cov"].start + k * layout.n_cov + j for j in range(layout.n_cov)]
-        else:
-            cols.append(pb[t].start + k)
-    return jnp.stack([jnp.asarray(c, jnp.int32) for c in cols], axis=1)
+    """φ indices (N × n_local) of each record's slots: (a, b, judge k's slots ``Layout.judge_slots``)."""
+    judge = jnp.asarray(layout.judge_slots)[k]
+    return jnp.concatenate([jnp.asarray(a, jnp.int32)[..., None], jnp.asarray(b, jnp.int32)[..., None], judge],
+                           axis=-1)

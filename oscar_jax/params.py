@@ -21,6 +21,8 @@ from .spec import Structure
 
 __all__ = ["helmert", "Layout", "Params"]
 
+_TERM_COVARIATE = {"pos": None, "len": 0, "fam": 1}  # column of z = (L, F, X…) per term; None: 1
+
 
 def helmert(m: int) -> np.ndarray:
     """Normalized Helmert contrasts C (m × (m−1)), Appendix B.1.
@@ -106,17 +108,52 @@ class Layout:
         return max(s.stop for s in self.phi_blocks.values())
 
     @cached_property
-    def local_slots(self) -> tuple[str, ...]:
-        """Names of the φ slots one record touches, in the order the model core reads them."""
-        slots = ["s_a", "s_b"]
-        if self.structure.learn_gamma:
-            slots.append("v")
+    def _judge_slot_columns(self) -> tuple[tuple[str, str, int, int], ...]:
+        """(slot name, φ block, stride, offset) of each per-judge local slot, in slot order.
+
+        Judge k's slot sits at φ index ``phi_blocks[block].start + k·stride + offset``.
+        The one definition of the slot order: ``local_slots`` and ``judge_slots`` read it.
+        """
+        cols = [("v", "v", 1, 0)] if self.structure.learn_gamma else []
         for t in self.bias_terms:
             if t == "cov":
-                slots += [f"cov{j}" for j in range(self.n_cov)]
+                cols += [(f"cov{j}", "cov", self.n_cov, j) for j in range(self.n_cov)]
             else:
-                slots.append(t)
-        return tuple(slots)
+                cols.append((t, t, 1, 0))
+        return tuple(cols)
+
+    @cached_property
+    def local_slots(self) -> tuple[str, ...]:
+        """Names of the φ slots one record touches, in the order the model core reads them."""
+        return ("s_a", "s_b") + tuple(name for name, _, _, _ in self._judge_slot_columns)
+
+    @cached_property
+    def judge_slots(self) -> np.ndarray:
+        """φ index of judge k's j-th per-judge local slot (K, n_local − 2), int32.
+
+        A record (a, b, k) touches φ slots (a, b, *judge_slots[k]) (``model.local_index``).
+        """
+        ks = np.arange(self.n_judge, dtype=np.int32)
+        pb = self.phi_blocks
+        cols = [pb[block].start + ks * stride + offset for _, block, stride, offset in self._judge_slot_columns]
+        if not cols:
+            return np.zeros((self.n_judge, 0), np.int32)
+        return np.stack(cols, axis=1).astype(np.int32)
+
+    @cached_property
+    def bias_columns(self) -> tuple[tuple[str, int, int | None], ...]:
+        """(term, index within term, covariate column of z) of each bias coefficient, in slot order.
+
+        The term → covariate map: z = (L, F, X_1..X_U), position multiplies 1 (column
+        None), length z[0], family z[1], covariate j z[2 + j]. Davidson τ is not a bias.
+        """
+        cols = []
+        for t in self.bias_terms:
+            if t == "cov":
+                cols += [(t, j, 2 + j) for j in range(self.n_cov)]
+            elif t != "tau":
+                cols.append((t, 0, _TERM_COVARIATE[t]))
+        return tuple(cols)
 
     # ---- maps -----------------------------------------------------------------------
     @cached_property
@@ -139,27 +176,13 @@ class Layout:
             jac[pb[t].start + np.arange(width), tb[t].start + np.arange(width)] = 1.0
         return jac
 
-    def local_index(self, a: np.ndarray, b: np.ndarray, k: np.ndarray) -> np.ndarray:
-        """φ indices (N × n_local) of the slots each record (a, b, k) touches."""
-        pb = self.phi_blocks
-        cols = [a, b]
+    @cached_property
+    def v_mask(self) -> np.ndarray:
+        """(n_theta,) bool: the bounded coordinates v_k = log γ_k (none when γ is not learned)."""
+        out = np.zeros(self.n_theta, dtype=bool)
         if self.structure.learn_gamma:
-            cols.append(pb["v"].start + k)
-        for t in self.bias_terms:
-            if t == "cov":
-                cols += [pb["cov"].start + k * self.n_cov + j for j in range(self.n_cov)]
-            else:
-                cols.append(pb[t].start + k)
-        return np.stack([np.asarray(c, dtype=np.int32) for c in cols], axis=1)
-
-    def bounds(self, v_bound: float) -> tuple[np.ndarray, np.ndarray]:
-        """Box constraints on θ: |v_k| ≤ v_bound, everything else free."""
-        lo = np.full(self.n_theta, -np.inf)
-        hi = np.full(self.n_theta, np.inf)
-        if self.structure.learn_gamma:
-            lo[self.theta_blocks["v"]] = -v_bound
-            hi[self.theta_blocks["v"]] = v_bound
-        return lo, hi
+            out[self.theta_blocks["v"]] = True
+        return out
 
     def theta_labels(self, candidates, judges, covariates=()) -> list[str]:
         """Human-readable name of each θ coordinate (for diagnostics and JSON)."""
@@ -191,7 +214,3 @@ class Layout:
         beta_cov = phi[pb["cov"]].reshape(k, self.n_cov) if "cov" in pb else np.zeros((k, self.n_cov))
         return Params(s=s, gamma=gamma, beta_pos=block("pos"), beta_len=block("len"),
                       beta_fam=block("fam"), beta_cov=beta_cov, tau=block("tau"))
-
-    def bias_mask_slices(self) -> dict[str, slice]:
-        """θ slices of per-judge coefficients subject to B.2 column selection."""
-        return {t: self.theta_blocks[t] for t in self.bias_terms}

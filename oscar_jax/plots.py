@@ -312,11 +312,11 @@ def attenuation_scatter(table, path, *, adjusted: FitResult | None = None, title
     Parameters
     ----------
     table
-        Output of :func:`oscar_jax.diagnostics.attenuation` (columns ``judge``,
+        Output of :func:`oscar_jax.attenuation.attenuation` (columns ``judge``,
         ``ratio``, ``predicted``), or the naive (no-position) FitResult together with
         ``adjusted=`` (a fit with the position term on the same data).
     """
-    from .diagnostics import attenuation, median_abs_log_discrepancy
+    from .attenuation import attenuation, median_abs_log_discrepancy
 
     if isinstance(table, FitResult):
         if adjusted is None:

@@ -258,7 +258,7 @@ def report_html(result: FitResult, *, ci: str = "sandwich", board: pd.DataFrame 
     ridge, seed
         Passed to the companion fits (use the values ``result`` was fitted with).
     """
-    from .diagnostics import attenuation
+    from .attenuation import attenuation
     from .leaderboard import arena_leaderboard
     from .plots import attenuation_scatter, forest_plot, judge_panel, win_heatmap
 

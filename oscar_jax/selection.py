@@ -1,72 +1,89 @@
-"""Record selection before fitting: FastChat's ``--exclude-tie`` and ``--category``-style filters.
+"""Which coordinates and records a fit can use: B.2 column selection and B.3 connectivity.
 
-Both act on the canonical frame of :func:`oscar_jax.load_judgments` and record what they
-removed in its :class:`~oscar_jax.data.LoadReport`, so every output says how many records
-were left out and why.
+:func:`column_mask` fixes at zero every bias coefficient whose covariate column adds no
+rank to its judge's weighted design (Appendix B.2); :func:`components_connected` checks
+that the comparison graph links every candidate (B.3). Both are pure functions of the
+design arrays and cell statistics, so they are redone inside every vmapped replicate,
+fold and simulated dataset.
 """
 
 from __future__ import annotations
 
-import numpy as np
-import pandas as pd
+import jax
+import jax.numpy as jnp
 
-from .data import LoadReport
-from .validate import OscarInputError
+from . import _x64  # noqa: F401
+from .design import DesignArrays
+from .params import Layout
 
-__all__ = ["parse_filter", "select_records"]
-
-
-def parse_filter(text: str) -> tuple[str, str]:
-    """``COLUMN=VALUE`` → (column, value); the value may itself contain '='."""
-    column, sep, value = str(text).partition("=")
-    column, value = column.strip(), value.strip()
-    if not sep or not column:
-        raise OscarInputError(f"--filter {text!r}: expected COLUMN=VALUE, e.g. category=coding or language=English")
-    return column, value
+__all__ = ["column_mask", "components_connected"]
 
 
-def select_records(frame: pd.DataFrame, report: LoadReport | None = None, *, exclude_tie: bool = False,
-                   filters=()) -> pd.DataFrame:
-    """Keep the records that pass every filter and, with ``exclude_tie``, are not ties.
+def _bias_columns(arrays: DesignArrays, layout: Layout):
+    """(term, column index within term, covariate vector) in B.2 order (no τ)."""
+    ones = jnp.ones(arrays.z.shape[0], arrays.z.dtype)
+    return [(t, j, ones if col is None else arrays.z[:, col]) for t, j, col in layout.bias_columns]
 
-    Parameters
-    ----------
-    frame
-        Canonical frame from :func:`~oscar_jax.load_judgments`, loaded with
-        ``keep_columns`` holding every filtered column.
-    report
-        Its load report; updated in place (drop counts, ties, records kept).
-    exclude_tie
-        Drop ties of both kinds ("tie" and Arena's "tie (bothbad)"), as FastChat's
-        ``--exclude-tie`` does; by default a tie scores ½.
-    filters
-        ``(column, value)`` pairs or ``"COLUMN=VALUE"`` strings; a record is kept when its
-        value, as text, equals ``value`` (e.g. ``category=coding``, FastChat's ``--category``).
+
+def column_mask(arrays: DesignArrays, stats, layout: Layout, tol: float = 1e-10):
+    """Free-coordinate mask of θ (1 = estimated, 0 = fixed at zero), Appendix B.2.
+
+    Within each judge, the bias columns (position 1, length L, family F, covariates X)
+    are considered in that order; a column is kept only if it raises the numerical rank
+    of that judge's weighted covariate design, i.e. if its residual after projection on
+    the kept columns has norm above ``tol`` times its own norm. Projection is a
+    modified Gram–Schmidt in the record domain (segment sums by judge), which resolves
+    exact collinearity to rounding level (~1e-16), far below ``tol``; a Gram-matrix
+    version would only resolve ~1e-8. Judges with no weight also get their log γ (and
+    τ) fixed. Works under vmap over ``stats``.
     """
-    keep = np.ones(len(frame), dtype=bool)
-    for item in filters:
-        column, value = parse_filter(item) if isinstance(item, str) else item
-        if column not in frame.columns:
-            raise OscarInputError(f"--filter {column}={value}: the data have no column {column!r}")
-        values = frame[column].astype(str).str.strip().to_numpy()
-        match = values == value
-        if not match.any():
-            seen = sorted(set(values.tolist()))
-            shown = ", ".join(repr(v) for v in seen[:12]) + (" …" if len(seen) > 12 else "")
-            raise OscarInputError(f"--filter {column}={value}: no record has {column} = {value!r}; values: {shown}")
-        if report is not None:
-            report.dropped[f"not {column} = {value}"] = int((keep & ~match).sum())
-        keep &= match
-    if exclude_tie:
-        tie = np.isin(frame["tie_kind"].to_numpy(), ["tie", "bothbad"]) | (frame["outcome"].to_numpy() == 0.5)
-        if report is not None:
-            report.dropped["ties (--exclude-tie)"] = int((keep & tie).sum())
-        keep &= ~tie
-    if not keep.any():
-        raise OscarInputError("no records left after --filter/--exclude-tie; loosen the selection")
-    out = frame.loc[keep].reset_index(drop=True)
-    if report is not None:
-        kinds = out["tie_kind"].to_numpy()
-        report.ties = {"ties": int(np.sum(kinds == "tie")), "'tie (bothbad)' ties": int(np.sum(kinds == "bothbad"))}
-        report.n_kept = len(out)
-    return out
+    w = stats[:, 0]
+    K = layout.n_judge
+    seg = lambda x: jax.ops.segment_sum(x, arrays.k, num_segments=K)  # noqa: E731
+    has_data = seg(w) > 0
+    mask = jnp.ones(layout.n_theta, stats.dtype)
+    tb = layout.theta_blocks
+    basis = []
+    for term, j, x in _bias_columns(arrays, layout):
+        r = x
+        for q in basis:
+            num, den = seg(w * r * q), seg(w * q * q)
+            coef = jnp.where(den > 0, num / jnp.where(den > 0, den, 1.0), 0.0)
+            r = r - coef[arrays.k] * q
+        res, norm = seg(w * r * r), seg(w * x * x)
+        keep = (norm > 0) & (res > (tol ** 2) * norm) & has_data
+        basis.append(r * keep[arrays.k])
+        if term == "cov":
+            positions = tb["cov"].start + jnp.arange(K) * layout.n_cov + j
+        else:
+            positions = tb[term].start + jnp.arange(K)
+        mask = mask.at[positions].set(keep.astype(stats.dtype))
+    if layout.structure.davidson:
+        mask = mask.at[tb["tau"]].set(has_data.astype(stats.dtype))
+    if layout.structure.learn_gamma:
+        free = jnp.asarray([kk for kk in range(K) if kk != layout.ref], jnp.int32)
+        mask = mask.at[tb["v"]].set(has_data[free].astype(stats.dtype))
+    return mask
+
+
+def components_connected(arrays: DesignArrays, stats, n_cand: int):
+    """Whether the comparison graph of positive-weight cells is connected (and spans all).
+
+    Label propagation (each node takes the smallest label among its neighbours) until
+    nothing changes; at most n_cand rounds. Works under vmap.
+    """
+    active = stats[:, 0] > 0
+    big = jnp.int32(n_cand)
+    present = (jax.ops.segment_sum(active.astype(jnp.int32), arrays.a, num_segments=n_cand)
+               + jax.ops.segment_sum(active.astype(jnp.int32), arrays.b, num_segments=n_cand)) > 0
+
+    def step(state):
+        labels, _, it = state
+        la, lb = labels[arrays.a], labels[arrays.b]
+        m = jnp.where(active, jnp.minimum(la, lb), big)
+        new = labels.at[arrays.a].min(m).at[arrays.b].min(m)
+        return new, jnp.any(new != labels), it + 1
+
+    labels0 = jnp.arange(n_cand, dtype=jnp.int32)
+    labels, _, _ = jax.lax.while_loop(lambda s: s[1] & (s[2] < n_cand + 1), step, (labels0, jnp.bool_(True), 0))
+    return jnp.all(present) & jnp.all(labels == 0)

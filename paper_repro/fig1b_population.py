@@ -1,7 +1,7 @@
 """Figure 1(b) and the 40:60 example: omitted-position population fits (Section 4.1, Appendix A.3).
 
 γ* = 1, 401 equally weighted gaps on [−1, 1]: the omitted-position population fit γᴺ†(β*)
-(``oscar_jax.diagnostics.population_gamma_no_position`` on the balanced mean
+(``oscar_jax.attenuation.population_gamma_no_position`` on the balanced mean
 ``balanced_mean``), the slope of logit m at zero γ*(1 − D*²) (``logit_slope_at_zero``,
 Eq. 5) and the position-adjusted population fit γᴾ† (computed, Appendix A.3: equals γ*). The 40:60 example uses x_j = j/200 and the
 better response first with probability 0.4.
@@ -45,7 +45,7 @@ def population_gamma_with_position(x, beta_star, gamma_star=1.0) -> float:
 
 
 def run(ctx: rc.Context) -> rc.Section:
-    from oscar_jax.diagnostics import balanced_mean, logit_slope_at_zero, population_gamma_no_position
+    from oscar_jax.attenuation import balanced_mean, logit_slope_at_zero, population_gamma_no_position
     from oscar_jax.plots import OKABE_ITO
 
     pub = ctx.published["fig1b"]

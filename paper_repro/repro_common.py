@@ -188,7 +188,7 @@ class Context:
 
     def models(self) -> tuple[str, ...]:
         """Model tokens of Table 1 / E2: ``--models`` if given, else the seven Table 1 columns."""
-        from oscar_jax.refit import DEFAULT_MODELS
+        from oscar_jax.heldout import DEFAULT_MODELS
 
         given = getattr(self.args, "models", None) if self.args is not None else None
         if given:
@@ -198,7 +198,7 @@ class Context:
     def compare(self, key: str, *, need_bootstrap: bool = False, models=None):
         """Held-out comparison (Table 1) with the E2 bootstrap when shared or needed, cached."""
         import oscar_jax as oj
-        from oscar_jax.refit import E2_PAIRS
+        from oscar_jax.heldout import E2_PAIRS
 
         models = tuple(models or self.models())
         reps = self.reps("e2") if (need_bootstrap or self.share_compare) else 0

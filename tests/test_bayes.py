@@ -13,9 +13,10 @@ import oscar_jax as oj
 from oscar_jax.bayes import (BayesWarning, NutsSettings, Priors, fit_bayes, load_idata, marginal_win_prob,
                              model_data, oscar_model, prior_scales, prompt_loss, sample_posterior_jit,
                              theta_from_unconstrained, unconstrained_from_theta)
-from oscar_jax.derivatives import cell_probabilities, column_mask, loss_value
+from oscar_jax.derivatives import cell_probabilities, loss_value
 from oscar_jax.design import DesignArrays
 from oscar_jax.params import Layout
+from oscar_jax.selection import column_mask
 from oscar_jax.spec import Structure
 from oscar_jax.validate import OscarInputError
 

@@ -21,7 +21,8 @@ from oscar_jax.bayes import (Priors, SviSettings, VariationalWarning, fit_bayes,
                              unconstrained_from_theta)
 from oscar_jax.bayes._svi import _minibatch, elbo_plateau
 from oscar_jax.cli import main
-from oscar_jax.derivatives import column_mask, loss_value
+from oscar_jax.derivatives import loss_value
+from oscar_jax.selection import column_mask
 from oscar_jax.validate import OscarInputError
 
 MODEL = "j+p"

@@ -8,8 +8,8 @@ import pytest
 from jax.test_util import check_grads
 
 import oscar_jax as oj
-from oscar_jax.derivatives import (cluster_scores, column_mask, expected_information, loss_value,
-                                   value_grad_hess)
+from oscar_jax.derivatives import cluster_scores, expected_information, loss_value, value_grad_hess
+from oscar_jax.selection import column_mask
 from oscar_jax.model import local_loss
 
 # Assembled (scattered) derivatives vs direct autodiff of the summed loss: both exact, so
@@ -141,3 +141,24 @@ def test_expected_information_is_gauss_newton(small_design):
     p = jax.nn.sigmoid(eta_all(theta))
     w = small_design.arrays.stats[:, 0]
     np.testing.assert_allclose(info, (r.T * (w * p * (1 - p))) @ r, rtol=ASSEMBLY_RTOL, atol=1e-9)
+
+
+def test_slot_order_and_covariate_map_are_one_table():
+    # Layout.judge_slots and Layout.bias_columns are the one definition of the φ-slot order
+    # and of the term → covariate map; check them against the φ blocks slot by slot.
+    from oscar_jax.model import local_index
+    from oscar_jax.params import Layout
+    from oscar_jax.spec import Structure
+
+    layout = Layout(4, 3, 0, 2, Structure(("pos", "len", "fam", "cov"), True, "davidson"))
+    pb = layout.phi_blocks
+    k = np.array([0, 2, 1])
+    idx = np.asarray(local_index(layout, np.array([0, 1, 3]), np.array([2, 0, 1]), k))
+    assert idx.shape == (3, len(layout.local_slots))
+    for col, name in enumerate(layout.local_slots[2:], start=2):
+        block, j = ("cov", int(name[3:])) if name.startswith("cov") else (name, 0)
+        width = layout.n_cov if block == "cov" else 1
+        np.testing.assert_array_equal(idx[:, col], pb[block].start + k * width + j)
+    np.testing.assert_array_equal(idx[:, :2], [[0, 2], [1, 0], [3, 1]])
+    assert layout.bias_columns == (("pos", 0, None), ("len", 0, 0), ("fam", 0, 1), ("cov", 0, 2), ("cov", 1, 3))
+    np.testing.assert_array_equal(np.flatnonzero(layout.v_mask), np.arange(3, 5))

@@ -10,7 +10,7 @@ import pytest
 from matplotlib.image import imread
 
 import oscar_jax as oj
-from oscar_jax.diagnostics import attenuation
+from oscar_jax.attenuation import attenuation
 from oscar_jax.leaderboard import arena_leaderboard
 from oscar_jax.plots import OKABE_ITO, attenuation_scatter, forest_plot, judge_panel, win_heatmap, write_fit_plots
 from oscar_jax.validate import OscarInputError

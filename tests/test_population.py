@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from oscar_jax.diagnostics import balanced_mean, logit_slope_at_zero, population_gamma_no_position
+from oscar_jax.attenuation import balanced_mean, logit_slope_at_zero, population_gamma_no_position
 
 # The paper reports these to three decimals.
 PAPER_DIGITS = 5e-4

@@ -1,4 +1,4 @@
-"""Held-out evaluation, paired refit bootstrap and fixed-score refits (oscar_jax.refit).
+"""Held-out evaluation, paired refit bootstrap and fixed-score refits (oscar_jax.heldout, oscar_jax.attenuation).
 
 Fits reuse test_resample's design recipe, model and chunk size, so the batched core is
 compiled once per session for both modules.
@@ -20,7 +20,8 @@ from oscar_jax import cli
 from oscar_jax.derivatives import cell_probabilities
 from oscar_jax.design import build_design
 from oscar_jax.fit import as_design
-from oscar_jax.refit import attenuation_refit, compare, fixed_score_refit
+from oscar_jax.heldout import compare
+from oscar_jax.attenuation import attenuation_refit, fixed_score_refit
 from oscar_jax.report import to_json
 from oscar_jax.resample import fit_batch, fold_masks, prompt_folds
 from oscar_jax.simulate import TABLE_G1, simulate_frame

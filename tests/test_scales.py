@@ -14,7 +14,7 @@ import oscar_jax as oj
 from oscar_jax.cli import main
 from oscar_jax.leaderboard import ELO_SLOPE
 from oscar_jax.scales import draws_board, fastchat_table, scaled_board
-from oscar_jax.selection import select_records
+from oscar_jax.filters import select_records
 from oscar_jax.summaries import scored_leaderboard
 
 DATA = Path(__file__).resolve().parent / "data"

@@ -9,7 +9,7 @@ import jax
 import numpy as np
 
 from .. import _x64  # noqa: F401
-from ..derivatives import column_mask
+from ..selection import column_mask
 from ..design import Design
 from ..leaderboard import INDEPENDENCE_NOTE
 from ..problem import prepare

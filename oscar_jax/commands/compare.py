@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..refit import DEFAULT_MODELS, compare
+from ..heldout import DEFAULT_MODELS, compare
 from ..report import fill, fmt_ci, render_table, write_tables
 from ._common import MODELS_HELP, add_data_arguments, add_output_arguments, design_from_args, emit, emit_json
 

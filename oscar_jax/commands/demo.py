@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..diagnostics import attenuation
+from ..attenuation import attenuation
 from ..fit import fit
 from ..report import fmt_ci, render_table
 from ..simulate import TABLE_G1, simulate_design, truth_of
