@@ -34,8 +34,9 @@ from .data import load_judgments
 from .design import Design, build_design
 from .fit import as_design, fit
 from .links import sigmoid
+from .intervals import percentiles
 from .refit import LOSS_CLIP
-from .resample import _percentiles, bootstrap_weights, fit_batch, prompt_folds
+from .resample import bootstrap_weights, fit_batch, prompt_folds
 from .validate import OscarInputError, check_ci_prob, check_positive_int
 
 __all__ = ["HumanAgreement", "calibrate", "heldout_log_loss", "human_agreement", "human_reference", "load_votes"]
@@ -263,11 +264,11 @@ def human_agreement(data, votes, models=("j", "j+p", "oscar"), *, replicates: in
             loss, _ = heldout_log_loss(s[:, ia] - s[:, ib], y, wv, groups)
             draws[m] = np.where(batch.valid, loss, np.nan)
             failed[m] = int(batch.n_failed)
-            lo, hi = _percentiles(draws[m][:, None], ci_prob)
+            lo, hi = percentiles(draws[m][:, None], ci_prob)
             intervals[m] = (float(lo[0]), float(hi[0]))
         for m in models[1:]:
             diff = draws[base] - draws[m]
-            lo, hi = _percentiles(diff[:, None], ci_prob)
+            lo, hi = percentiles(diff[:, None], ci_prob)
             gains[f"{m} over {base}"] = (log_loss[base] - log_loss[m], float(lo[0]), float(hi[0]))
         if any(failed.values()):
             notes.append("bootstrap replicates whose refit failed a B.3 check are excluded: "

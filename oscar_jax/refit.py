@@ -34,10 +34,12 @@ from .derivatives import cell_probabilities
 from .design import Design, DesignArrays, cell_stats_from_cluster_weights
 from .links import net_preference
 from .fit import as_design
+from .intervals import percentiles
+from .jsonable import records
 from .model import local_loss
 from .params import Layout
 from .program_cache import persistent_jit
-from .resample import (_percentiles, _records, auto_chunk_size, fit_batch, fold_masks, prompt_folds,
+from .resample import (auto_chunk_size, fit_batch, fold_masks, prompt_folds,
                        within_fold_weights)
 from .spec import ModelSpec, Structure, parse_model
 from .validate import OscarInputError, check_ci_prob, check_positive_int
@@ -170,7 +172,7 @@ class CompareResult:
             out["paired_bootstrap"] = self.paired_bootstrap
             out["bootstrap_seed"] = self.bootstrap_seed
             out["ci_prob"] = self.ci_prob
-            out["differences"] = _records(self.differences)
+            out["differences"] = records(self.differences)
             out["bootstrap_failed"] = dict(self.bootstrap_failed)
         return out
 
@@ -344,7 +346,7 @@ def compare(data, models=DEFAULT_MODELS, *, folds: int = 3, seed: int = 0, paire
                 continue
             ok = boot_ok[a] & boot_ok[b]
             diff = (boot_ll[a] - boot_ll[b])[ok]
-            lo, hi = _percentiles(diff[:, None], ci_prob)
+            lo, hi = percentiles(diff[:, None], ci_prob)
             lo, hi = float(lo[0]), float(hi[0])
             rows.append({"a": a, "b": b, "estimate": log_loss[a] - log_loss[b], "lo": lo, "hi": hi,
                          "replicates": r, "valid": int(ok.sum()),
@@ -590,7 +592,7 @@ class AttenuationResult:
             for name, draws in (("gamma_naive", self.boot.gamma_naive), ("gamma_pos", self.boot.gamma_pos),
                                 ("difference", self.boot.gamma_pos - self.boot.gamma_naive),
                                 ("ratio", self.boot.ratio), ("D", self.boot.D)):
-                lo, hi = _percentiles(np.asarray(draws)[v], self.ci_prob)
+                lo, hi = percentiles(np.asarray(draws)[v], self.ci_prob)
                 t[f"{name}_lo"], t[f"{name}_hi"] = lo, hi
         return t
 

@@ -24,24 +24,22 @@ Layers:
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from functools import cached_property, partial
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-import pandas as pd
 
 from . import _x64  # noqa: F401
 from .batching import default_vmap_width, map_replicates
 from .core import FitCore, fit_core
-from .links import net_preference, sigmoid
 from .design import Design
 from .fit import _starts_for, as_design, fit
 from .params import Layout
 from .program_cache import persistent_jit
 from .progress import progress
+from .bootstrap_result import BootstrapResult
 from .results import FitResult
 from .sandwich import targets_batch_jit
 from .sharding import to_host
@@ -476,222 +474,6 @@ def fit_batch(design: Design, model: str | ModelSpec, omega, *, starts=None, mas
 
 
 # --------------------------------------------------------------------------- the bootstrap
-def _percentiles(draws: np.ndarray, ci_prob: float, method: str = "linear") -> tuple[np.ndarray, np.ndarray]:
-    """Pointwise (1 − ci)/2 and (1 + ci)/2 percentiles over axis 0, ignoring NaN draws."""
-    alpha = 0.5 * (1.0 - ci_prob)
-    if draws.shape[0] == 0:
-        nan = np.full(draws.shape[1:], np.nan)
-        return nan, nan
-    all_nan = np.all(np.isnan(draws), axis=0)
-    safe = np.where(all_nan[None], 0.0, draws)
-    lo, hi = np.nanquantile(safe, [alpha, 1.0 - alpha], axis=0, method=method)
-    return np.where(all_nan, np.nan, lo), np.where(all_nan, np.nan, hi)
-
-
-def _clean(x):
-    if isinstance(x, (float, np.floating)):
-        return None if not math.isfinite(float(x)) else float(x)
-    if isinstance(x, np.integer):
-        return int(x)
-    if isinstance(x, np.bool_):
-        return bool(x)
-    return x
-
-
-def _records(frame: pd.DataFrame) -> list[dict]:
-    return [{k: _clean(v) for k, v in row.items()} for row in frame.to_dict(orient="records")]
-
-
-@dataclass(frozen=True, eq=False)
-class BootstrapResult:
-    """A prompt bootstrap of one fit: percentile intervals around the full-data estimate.
-
-    The point estimate in every table is the full-data fit (``full``), never a bootstrap
-    mean or median; intervals are the (1 − ci_prob)/2 and (1 + ci_prob)/2 percentiles of
-    the replicates that passed the B.3 point-estimate checks (``batch.valid``). Replicates
-    that failed are counted (``failed``, ``batch.failure_counts()``), never averaged in.
-    """
-
-    full: FitResult
-    batch: BatchFit
-    seed: int
-    ci_prob: float = 0.95
-
-    @property
-    def replicates(self) -> int:
-        return self.batch.n
-
-    @property
-    def failed(self) -> int:
-        return self.batch.n_failed
-
-    @property
-    def design(self) -> Design:
-        return self.full.design
-
-    def _draws(self, name: str) -> np.ndarray:
-        v = self.batch.valid
-        t = self.batch.targets
-        if name == "s":
-            return t.s[v]
-        if name == "gamma":
-            return np.exp(t.log_gamma[v])
-        if name == "kappa":
-            return np.exp(t.log_kappa[v])
-        if name == "q":
-            return sigmoid(t.h[v])
-        if name == "field":
-            return sigmoid(t.field[v])
-        if name == "D":
-            return net_preference(self.batch.coefficient("pos")[v])
-        return self.batch.coefficient(name)[v]
-
-    def _ci(self, name: str):
-        return _percentiles(self._draws(name), self.ci_prob)
-
-    @cached_property
-    def ranks(self) -> np.ndarray:
-        """(B_valid, C) rank of each candidate in each valid replicate (1 = highest score)."""
-        s = self._draws("s")
-        order = np.argsort(-s, axis=1, kind="stable")
-        ranks = np.empty_like(order)
-        rows = np.arange(s.shape[0])[:, None]
-        ranks[rows, order] = np.arange(1, s.shape[1] + 1)[None, :]
-        return ranks
-
-    def rank_distribution(self) -> pd.DataFrame:
-        """P(rank = r) for every candidate and rank, P(best) and the expected rank.
-
-        Rows follow the full-data ranking; columns ``p_rank_1`` … ``p_rank_C``.
-        """
-        c = self.design.n_cand
-        ranks = self.ranks
-        n = max(ranks.shape[0], 1)
-        probs = np.stack([(ranks == r).sum(axis=0) / n for r in range(1, c + 1)], axis=1)
-        if ranks.shape[0] == 0:
-            probs[:] = np.nan
-        frame = pd.DataFrame(probs, columns=[f"p_rank_{r}" for r in range(1, c + 1)])
-        frame.insert(0, "candidate", list(self.design.candidates))
-        frame["p_best"] = probs[:, 0]
-        frame["expected_rank"] = probs @ np.arange(1, c + 1) if ranks.shape[0] else np.nan
-        frame.insert(1, "score", self.full.scores)
-        frame = frame.sort_values("score", ascending=False, kind="mergesort").reset_index(drop=True)
-        frame.insert(0, "rank", np.arange(1, c + 1))
-        return frame.drop(columns="score")
-
-    def leaderboard(self) -> pd.DataFrame:
-        """Candidates by full-data score with percentile intervals, P(best) and rank interval."""
-        s_lo, s_hi = self._ci("s")
-        q_lo, q_hi = self._ci("field")
-        ranks = self.ranks.astype(float)
-        r_lo, r_hi = _percentiles(ranks, self.ci_prob, method="inverted_cdf")  # ranks stay integers
-        if np.all(np.isfinite(r_lo)) and np.all(np.isfinite(r_hi)):
-            r_lo, r_hi = r_lo.astype(int), r_hi.astype(int)
-        names = self.design.candidates
-        p_best = (ranks == 1).mean(axis=0) if ranks.shape[0] else np.full(len(names), np.nan)
-        frame = pd.DataFrame({
-            "candidate": names,
-            "score": self.full.scores,
-            "score_lo": s_lo,
-            "score_hi": s_hi,
-            "q_field": sigmoid(self.full._targets.field),
-            "q_field_lo": q_lo,
-            "q_field_hi": q_hi,
-            "p_best": p_best,
-            "rank_lo": r_lo,
-            "rank_hi": r_hi,
-            "votes": [self.design.counts["candidate_votes"][c] for c in names],
-        })
-        frame = frame.sort_values("score", ascending=False, kind="mergesort").reset_index(drop=True)
-        frame.insert(0, "rank", np.arange(1, len(frame) + 1))
-        return frame
-
-    def judges(self) -> pd.DataFrame:
-        """Per judge: γ, κ, β_pos, D, β_len, β_fam (τ for Davidson) with percentile intervals.
-
-        A coefficient whose column the full-data fit dropped (B.2) is NaN; a replicate that
-        dropped a column the full fit kept does not contribute to that interval.
-        """
-        full = self.full
-        p = full.params
-        kept = {t: full._kept(t) for t in ("pos", "len", "fam")}
-        rows = {
-            "judge": list(self.design.judges),
-            "n": [self.design.counts["judge_records"][j] for j in self.design.judges],
-            "reference": [k == self.design.reference for k in range(self.design.n_judge)],
-        }
-
-        def add(name, point, draws_name):
-            lo, hi = self._ci(draws_name)
-            rows[name], rows[f"{name}_lo"], rows[f"{name}_hi"] = point, lo, hi
-
-        add("gamma", full.gamma, "gamma")
-        add("kappa", full.kappa, "kappa")
-        for term in ("pos", "len", "fam"):
-            point = np.where(kept[term], getattr(p, f"beta_{term}"), np.nan)
-            lo, hi = self._ci(term)
-            rows[f"beta_{term}"] = point
-            rows[f"beta_{term}_lo"] = np.where(kept[term], lo, np.nan)
-            rows[f"beta_{term}_hi"] = np.where(kept[term], hi, np.nan)
-            if term == "pos":
-                d_lo, d_hi = self._ci("D")
-                rows["D"] = np.where(kept["pos"], net_preference(p.beta_pos), np.nan)
-                rows["D_lo"] = np.where(kept["pos"], d_lo, np.nan)
-                rows["D_hi"] = np.where(kept["pos"], d_hi, np.nan)
-        if full.layout.structure.davidson:
-            add("tau", p.tau, "tau")
-        return pd.DataFrame(rows)
-
-    def win_matrix(self) -> pd.DataFrame:
-        """q_ij = σ(γ̄(s_i − s_j)) for every ordered pair with percentile intervals."""
-        lo, hi = self._ci("q")
-        q = self.full.win_prob
-        names = self.design.candidates
-        i, j = np.where(~np.eye(len(names), dtype=bool))
-        return pd.DataFrame({"a": [names[x] for x in i], "b": [names[x] for x in j],
-                             "q": q[i, j], "lo": lo[i, j], "hi": hi[i, j]})
-
-    def to_dict(self) -> dict:
-        """JSON-ready: replicates, failed, candidates, judges, win_prob, failures, notes."""
-        lb = self.leaderboard()
-        jt = self.judges()
-        cands = [{"name": r["candidate"], "rank": r["rank"], "score": r["score"], "lo": r["score_lo"],
-                  "hi": r["score_hi"], "p_best": r["p_best"], "q_field": r["q_field"],
-                  "q_field_lo": r["q_field_lo"], "q_field_hi": r["q_field_hi"],
-                  "rank_lo": r["rank_lo"], "rank_hi": r["rank_hi"]} for r in _records(lb)]
-        judges = []
-        for r in _records(jt):
-            row = {"name": r["judge"], "reference": r["reference"], "n": r["n"], "kappa": r["kappa"],
-                   "lo": r["kappa_lo"], "hi": r["kappa_hi"], "D": r["D"], "D_lo": r["D_lo"], "D_hi": r["D_hi"],
-                   "gamma": r["gamma"], "gamma_lo": r["gamma_lo"], "gamma_hi": r["gamma_hi"]}
-            for term in ("pos", "len", "fam"):
-                for suffix in ("", "_lo", "_hi"):
-                    row[f"beta_{term}{suffix}"] = r[f"beta_{term}{suffix}"]
-            if "tau" in r:
-                row.update(tau=r["tau"], tau_lo=r["tau_lo"], tau_hi=r["tau_hi"])
-            judges.append(row)
-        return {
-            "model": self.full.spec.name,
-            "fitted_model": self.full.effective_spec.name,
-            "method": "prompt bootstrap (multinomial prompt weights), percentile intervals",
-            "replicates": self.replicates,
-            "failed": self.failed,
-            "valid": self.replicates - self.failed,
-            "failures": self.batch.failure_counts(),
-            "seed": self.seed,
-            "ci_prob": self.ci_prob,
-            "n_records": int(self.design.n_records),
-            "n_prompts": int(self.design.n_clusters),
-            "reference_judge": self.design.judges[self.design.reference],
-            "candidates": cands,
-            "judges": judges,
-            "win_prob": _records(self.win_matrix()),
-            "rank_distribution": _records(self.rank_distribution()),
-            "full_fit_checks": self.full.checks(),
-            "notes": list(self.full.notes),
-        }
-
-
 def bootstrap(data, model: str | ModelSpec = "oscar", replicates: int = 500, seed: int = 0, *,
               ci_prob: float = 0.95, full: FitResult | None = None, chunk_size: int | None = None,
               max_iter: int = 100, reference_judge: str | None = None, family_map=None, covariates=(),

@@ -20,7 +20,7 @@ from oscar_jax import cli, fit
 from oscar_jax.core import fit_core_jit
 from oscar_jax.derivatives import column_mask
 from oscar_jax.design import build_design, cell_stats_from_cluster_weights
-from oscar_jax.report import to_json
+from oscar_jax.jsonable import to_json
 from oscar_jax.resample import (BootstrapResult, bootstrap, bootstrap_indices, bootstrap_weights, fit_batch,
                                 fold_masks, prompt_folds, within_fold_weights)
 from oscar_jax.simulate import TABLE_G1, simulate_frame

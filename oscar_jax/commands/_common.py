@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from ..data import SCHEMAS
-from ..report import to_json
+from ..jsonable import to_json
 from ..selection import parse_filter, select_records
 from ..validate import OscarInputError
 

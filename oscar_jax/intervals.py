@@ -1,0 +1,47 @@
+"""Intervals and ranks from draws: the one toolkit of bootstrap, posterior and draw-based tables.
+
+Draws are (n_draws, …) arrays — bootstrap replicates or flattened posterior draws; every
+function here is plain numpy on the host.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["draw_ranks", "p_best", "percentiles", "rank_probabilities"]
+
+
+def percentiles(draws: np.ndarray, ci_prob: float, method: str = "linear") -> tuple[np.ndarray, np.ndarray]:
+    """Pointwise (1 − ci)/2 and (1 + ci)/2 percentiles over axis 0, ignoring NaN draws."""
+    alpha = 0.5 * (1.0 - ci_prob)
+    if draws.shape[0] == 0:
+        nan = np.full(draws.shape[1:], np.nan)
+        return nan, nan
+    all_nan = np.all(np.isnan(draws), axis=0)
+    safe = np.where(all_nan[None], 0.0, draws)
+    lo, hi = np.nanquantile(safe, [alpha, 1.0 - alpha], axis=0, method=method)
+    return np.where(all_nan, np.nan, lo), np.where(all_nan, np.nan, hi)
+
+
+def draw_ranks(scores: np.ndarray) -> np.ndarray:
+    """(n_draws, C) rank of each candidate in each draw of (n_draws, C) scores (1 = highest; ties stable)."""
+    order = np.argsort(-scores, axis=1, kind="stable")
+    ranks = np.empty_like(order)
+    rows = np.arange(scores.shape[0])[:, None]
+    ranks[rows, order] = np.arange(1, scores.shape[1] + 1)[None, :]
+    return ranks
+
+
+def rank_probabilities(ranks: np.ndarray) -> np.ndarray:
+    """(C, C) P(rank = r): row = candidate, column r − 1; NaN without draws."""
+    c = ranks.shape[1]
+    n = max(ranks.shape[0], 1)
+    probs = np.stack([(ranks == r).sum(axis=0) / n for r in range(1, c + 1)], axis=1)
+    if ranks.shape[0] == 0:
+        probs[:] = np.nan
+    return probs
+
+
+def p_best(ranks: np.ndarray) -> np.ndarray:
+    """(C,) share of draws in which each candidate ranks first (NaN without draws)."""
+    return (ranks == 1).mean(axis=0) if ranks.shape[0] else np.full(ranks.shape[1], np.nan)
