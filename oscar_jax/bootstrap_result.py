@@ -4,19 +4,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from .design import Design
-from .intervals import draw_ranks, p_best, percentiles, rank_probabilities
+from .intervals import draw_ranks, interval_request, p_best, percentiles, rank_probabilities
 from .jsonable import records
 from .links import net_preference, sigmoid
 from .results import FitResult
-
-if TYPE_CHECKING:
-    from .resample import BatchFit
 
 __all__ = ["BootstrapResult"]
 
@@ -32,7 +28,7 @@ class BootstrapResult:
     """
 
     full: FitResult
-    batch: BatchFit
+    batch: "BatchFit"  # oscar_jax.resample.BatchFit (not imported: resample builds this class)
     seed: int
     ci_prob: float = 0.95
 
@@ -65,8 +61,11 @@ class BootstrapResult:
             return net_preference(self.batch.coefficient("pos")[v])
         return self.batch.coefficient(name)[v]
 
-    def _ci(self, name: str):
-        return percentiles(self._draws(name), self.ci_prob)
+    def _level(self, ci, ci_prob) -> float:
+        return interval_request(ci, ci_prob, kinds=("percentile",), default_prob=self.ci_prob)[1]
+
+    def _ci(self, name: str, prob: float):
+        return percentiles(self._draws(name), prob)
 
     @cached_property
     def ranks(self) -> np.ndarray:
@@ -90,12 +89,16 @@ class BootstrapResult:
         frame.insert(0, "rank", np.arange(1, c + 1))
         return frame.drop(columns="score")
 
-    def leaderboard(self) -> pd.DataFrame:
-        """Candidates by full-data score with percentile intervals, P(best) and rank interval."""
-        s_lo, s_hi = self._ci("s")
-        q_lo, q_hi = self._ci("field")
+    def leaderboard(self, ci: str | None = None, *, ci_prob: float | None = None) -> pd.DataFrame:
+        """Candidates by full-data score with percentile intervals, P(best) and rank interval.
+
+        ``ci``: ``"percentile"`` (the only kind); ``ci_prob``: the level (default the result's).
+        """
+        prob = self._level(ci, ci_prob)
+        s_lo, s_hi = self._ci("s", prob)
+        q_lo, q_hi = self._ci("field", prob)
         ranks = self.ranks.astype(float)
-        r_lo, r_hi = percentiles(ranks, self.ci_prob, method="inverted_cdf")  # ranks stay integers
+        r_lo, r_hi = percentiles(ranks, prob, method="inverted_cdf")  # ranks stay integers
         if np.all(np.isfinite(r_lo)) and np.all(np.isfinite(r_hi)):
             r_lo, r_hi = r_lo.astype(int), r_hi.astype(int)
         names = self.design.candidates
@@ -116,12 +119,13 @@ class BootstrapResult:
         frame.insert(0, "rank", np.arange(1, len(frame) + 1))
         return frame
 
-    def judges(self) -> pd.DataFrame:
+    def judges(self, ci: str | None = None, *, ci_prob: float | None = None) -> pd.DataFrame:
         """Per judge: γ, κ, β_pos, D, β_len, β_fam (τ for Davidson) with percentile intervals.
 
         A coefficient whose column the full-data fit dropped (B.2) is NaN; a replicate that
         dropped a column the full fit kept does not contribute to that interval.
         """
+        prob = self._level(ci, ci_prob)
         full = self.full
         p = full.params
         kept = {t: full._kept(t) for t in ("pos", "len", "fam")}
@@ -132,19 +136,19 @@ class BootstrapResult:
         }
 
         def add(name, point, draws_name):
-            lo, hi = self._ci(draws_name)
+            lo, hi = self._ci(draws_name, prob)
             rows[name], rows[f"{name}_lo"], rows[f"{name}_hi"] = point, lo, hi
 
         add("gamma", full.gamma, "gamma")
         add("kappa", full.kappa, "kappa")
         for term in ("pos", "len", "fam"):
             point = np.where(kept[term], getattr(p, f"beta_{term}"), np.nan)
-            lo, hi = self._ci(term)
+            lo, hi = self._ci(term, prob)
             rows[f"beta_{term}"] = point
             rows[f"beta_{term}_lo"] = np.where(kept[term], lo, np.nan)
             rows[f"beta_{term}_hi"] = np.where(kept[term], hi, np.nan)
             if term == "pos":
-                d_lo, d_hi = self._ci("D")
+                d_lo, d_hi = self._ci("D", prob)
                 rows["D"] = np.where(kept["pos"], net_preference(p.beta_pos), np.nan)
                 rows["D_lo"] = np.where(kept["pos"], d_lo, np.nan)
                 rows["D_hi"] = np.where(kept["pos"], d_hi, np.nan)
@@ -152,9 +156,9 @@ class BootstrapResult:
             add("tau", p.tau, "tau")
         return pd.DataFrame(rows)
 
-    def win_matrix(self) -> pd.DataFrame:
+    def win_matrix(self, ci: str | None = None, *, ci_prob: float | None = None) -> pd.DataFrame:
         """q_ij = σ(γ̄(s_i − s_j)) for every ordered pair with percentile intervals."""
-        lo, hi = self._ci("q")
+        lo, hi = self._ci("q", self._level(ci, ci_prob))
         q = self.full.win_prob
         names = self.design.candidates
         i, j = np.where(~np.eye(len(names), dtype=bool))

@@ -22,11 +22,11 @@ from .data import load_judgments
 from .design import Design, build_design
 from .params import Layout
 from .program_cache import persistent_jit
-from .results import FitResult, covariances_jit
+from .results import FitResult
 from .spec import ModelSpec, parse_model
 from .validate import OscarInputError, check_ci_prob, check_positive_int
 
-__all__ = ["OscarFitWarning", "OscarNoteWarning", "as_design", "covariances_jit", "fit", "start_points"]
+__all__ = ["OscarFitWarning", "OscarNoteWarning", "as_design", "fit", "start_points"]
 
 START_SD = 0.08  # B.3: second start drawn from N(0, 0.08² I)
 

@@ -13,10 +13,11 @@ import xarray as xr
 from arviz_stats.base import array_stats
 
 from ..design import Design
+from ..intervals import draw_ranks, interval_request, rank_probabilities
+from ..jsonable import finite_or_none as num, records
 from ..params import Layout
 from ..spec import ModelSpec
 from ..convergence import RHAT_MAX, rhat_message
-from ..validate import check_ci_prob
 from ._model import Priors
 from ._sampler import NutsSettings
 
@@ -182,8 +183,9 @@ class BayesResult:
         x = self.draws(name)
         return x.reshape((-1,) + x.shape[2:])
 
-    def _ci(self, ci_prob):
-        return self.ci_prob if ci_prob is None else check_ci_prob(ci_prob)
+    def interval_level(self, ci=None, ci_prob: float | None = None) -> float:
+        """The HDI level a table uses: ``ci_prob`` (or a number given as ``ci``), else the result's."""
+        return interval_request(ci, ci_prob, kinds=("hdi",), default_prob=self.ci_prob)[1]
 
     def _hdi(self, x: np.ndarray, prob: float) -> np.ndarray:
         """(…, 2) highest-density interval over the (chain, draw) axes."""
@@ -228,12 +230,7 @@ class BayesResult:
     @cached_property
     def _ranks(self) -> np.ndarray:
         """(n_draws, C) rank of each candidate in each draw (1 = best)."""
-        s = self._flat("s")
-        order = np.argsort(-s, axis=1, kind="stable")
-        ranks = np.empty_like(order)
-        rows = np.arange(s.shape[0])[:, None]
-        ranks[rows, order] = np.arange(1, s.shape[1] + 1)[None, :]
-        return ranks
+        return draw_ranks(self._flat("s"))
 
     @property
     def p_best(self) -> pd.Series:
@@ -243,15 +240,15 @@ class BayesResult:
     def rank_probabilities(self) -> pd.DataFrame:
         """Posterior rank distribution: rows candidates (by posterior mean score), columns ranks 1..C."""
         c = self.design.n_cand
-        probs = np.stack([(self._ranks == r).mean(axis=0) for r in range(1, c + 1)], axis=1)
+        probs = rank_probabilities(self._ranks)
         frame = pd.DataFrame(probs, index=list(self.design.candidates), columns=list(range(1, c + 1)))
         frame.index.name = "candidate"
         return frame.iloc[np.argsort(-self.scores, kind="mergesort")]
 
     # ------------------------------------------------------------------ tables
-    def leaderboard(self, ci_prob: float | None = None) -> pd.DataFrame:
+    def leaderboard(self, ci: str | float | None = None, *, ci_prob: float | None = None) -> pd.DataFrame:
         """Candidates by posterior mean score, with HDIs, q against the field and P(best)."""
-        prob = self._ci(ci_prob)
+        prob = self.interval_level(ci, ci_prob)
         s, qf = self.draws("s"), self.draws("q_field")
         s_hdi, q_hdi = self._hdi(s, prob), self._hdi(qf, prob)
         names = self.design.candidates
@@ -272,9 +269,9 @@ class BayesResult:
         frame.insert(0, "rank", np.arange(1, len(frame) + 1))
         return frame
 
-    def judges(self, ci_prob: float | None = None) -> pd.DataFrame:
+    def judges(self, ci: str | float | None = None, *, ci_prob: float | None = None) -> pd.DataFrame:
         """Per judge: γ, κ, D with posterior sd and HDI; β_len, β_fam (and τ) means; kept columns."""
-        prob = self._ci(ci_prob)
+        prob = self.interval_level(ci, ci_prob)
         k = self.design.n_judge
         ref = self.design.reference
         gamma, kappa = self.draws("gamma"), self.draws("kappa")
@@ -314,9 +311,9 @@ class BayesResult:
         rows["columns"] = [",".join(t for t in ("pos", "len", "fam", "cov") if kept[t][i]) or "-" for i in range(k)]
         return pd.DataFrame(rows)
 
-    def win_matrix(self, ci_prob: float | None = None) -> pd.DataFrame:
+    def win_matrix(self, ci: str | float | None = None, *, ci_prob: float | None = None) -> pd.DataFrame:
         """q_ij for every ordered pair: posterior mean, sd, HDI and P(s_a > s_b)."""
-        prob = self._ci(ci_prob)
+        prob = self.interval_level(ci, ci_prob)
         c = self.design.n_cand
         names = self.design.candidates
         q = self.draws("q")                       # (chains, draws, pairs i<j)
@@ -355,7 +352,7 @@ class BayesResult:
         Default variables: the sampled ``theta`` (and σ_u), ``s``, ``q``, ``q_field`` and
         ``kappa`` (none of which holds constants, whose R-hat is undefined).
         """
-        prob = self._ci(ci_prob)
+        prob = self.interval_level(ci_prob=ci_prob)
         if var_names is None:
             var_names = [n for n in ("theta", "sigma_prompt", "s", "q", "q_field", "kappa") if n in self.idata.posterior]
         return arviz_stats.summary(self.idata, var_names=list(var_names), ci_prob=prob, ci_kind="hdi", round_to="none")
@@ -393,17 +390,13 @@ class BayesResult:
         if not self.prompt_effect:
             return None
         x = self.draws("sigma_prompt")
-        lo, hi = self._hdi(x[..., None], self._ci(ci_prob))[0]
+        lo, hi = self._hdi(x[..., None], self.interval_level(ci_prob=ci_prob))[0]
         return {"mean": float(x.mean()), "sd": float(x.std()), "lo": float(lo), "hi": float(hi)}
 
     def to_dict(self, ci_prob: float | None = None) -> dict:
         """JSON-ready summary: candidates, judges, win probabilities, judge comparisons, diagnostics."""
-        prob = self._ci(ci_prob)
-        lb, jt = self.leaderboard(prob), self.judges(prob)
-
-        def num(x):
-            x = float(x)
-            return x if np.isfinite(x) else None
+        prob = self.interval_level(ci_prob=ci_prob)
+        lb, jt = self.leaderboard(ci_prob=prob), self.judges(ci_prob=prob)
 
         candidates = [{"name": r.candidate, "rank": int(r.rank), "mean": num(r.score), "sd": num(r.score_sd),
                        "lo": num(r.score_lo), "hi": num(r.score_hi), "q_field": num(r.q_field),
@@ -415,7 +408,7 @@ class BayesResult:
                    "gamma_hi": num(r.gamma_hi), "D_mean": num(r.D), "D_lo": num(r.D_lo), "D_hi": num(r.D_hi),
                    "beta_len_mean": num(r.beta_len), "beta_fam_mean": num(r.beta_fam), "columns": r.columns}
                   for r in jt.itertuples()]
-        wm = self.win_matrix(prob)
+        wm = self.win_matrix(ci_prob=prob)
         jc = self.judge_comparisons()
         rp = self.rank_probabilities()
         return {
@@ -434,8 +427,7 @@ class BayesResult:
             "sigma_prompt": self.sigma_prompt(prob),
             "candidates": candidates,
             "judges": judges,
-            "win_prob": [{k: (num(v) if isinstance(v, float) else v) for k, v in row.items()}
-                         for row in wm.to_dict(orient="records")],
+            "win_prob": records(wm),
             "judge_comparisons": [{"judge_a": a, "judge_b": b, "p_kappa_greater": num(p)}
                                   for a, b, p in zip(jc.judge_a, jc.judge_b, jc.p_kappa_greater)],
             "rank_probabilities": {c: [num(x) for x in row] for c, row in zip(rp.index, rp.to_numpy())},
@@ -453,4 +445,4 @@ class BayesResult:
         """Write the DataTree, summary CSVs, result.json and (optionally) PNG plots under ``out_dir``."""
         from ._io import save_result
 
-        return save_result(self, out_dir, ci_prob=self._ci(ci_prob), plots=plots)
+        return save_result(self, out_dir, ci_prob=self.interval_level(ci_prob=ci_prob), plots=plots)
