@@ -18,7 +18,8 @@ from ..params import Layout
 from ..spec import ModelSpec, parse_model
 from ..validate import OscarInputError, check_ci_prob
 from ._model import Priors, _effect_kind, model_data
-from ._result import BayesResult, compute_diagnostics
+from ._diagnostics import compute_diagnostics
+from ._result import BayesResult
 from ._sampler import Draws, NutsSettings, progress_reporter, sample_posterior_jit, targets_of_draws
 
 __all__ = ["fit_bayes", "to_datatree", "MAX_STORED_PROMPTS", "default_prompt_effect", "shared_prompt_share",
