@@ -107,7 +107,7 @@ class BootstrapResult:
             "score": self.full.scores,
             "score_lo": s_lo,
             "score_hi": s_hi,
-            "q_field": sigmoid(self.full._targets.field),
+            "q_field": sigmoid(self.full.targets.field),
             "q_field_lo": q_lo,
             "q_field_hi": q_hi,
             "p_best": p_best(ranks),
@@ -128,7 +128,7 @@ class BootstrapResult:
         prob = self._level(ci, ci_prob)
         full = self.full
         p = full.params
-        kept = {t: full._kept(t) for t in ("pos", "len", "fam")}
+        kept = {t: full.kept(t) for t in ("pos", "len", "fam")}
         rows = {
             "judge": list(self.design.judges),
             "n": [self.design.counts["judge_records"][j] for j in self.design.judges],

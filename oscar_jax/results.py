@@ -102,13 +102,14 @@ class FitResult:
         return float(self.core.objective)
 
     @cached_property
-    def _targets(self):
+    def targets(self):
+        """Targets at θ̂ (:class:`~oscar_jax.sandwich.Targets`: s, h, field, log γ, log κ, γ̄)."""
         t = targets_jit(self.theta, self.layout)
         return jax.tree_util.tree_map(np.asarray, t)
 
     @property
     def scores(self) -> np.ndarray:
-        return self._targets.s
+        return self.targets.s
 
     @property
     def gamma(self) -> np.ndarray:
@@ -117,7 +118,7 @@ class FitResult:
     @property
     def kappa(self) -> np.ndarray:
         """κ_k = γ_k · RMS(s): sensitivity on a scale-invariant footing (Section 6.2)."""
-        return np.exp(self._targets.log_kappa)
+        return np.exp(self.targets.log_kappa)
 
     @property
     def D(self) -> np.ndarray:
@@ -126,12 +127,12 @@ class FitResult:
 
     @property
     def gamma_bar(self) -> float:
-        return float(self._targets.gamma_bar)
+        return float(self.targets.gamma_bar)
 
     @property
     def win_prob(self) -> np.ndarray:
         """q_ij = σ(γ̄ (s_i − s_j)), bias terms at zero (Eq. 3)."""
-        return sigmoid(self._targets.h)
+        return sigmoid(self.targets.h)
 
     # ---------------------------------------------------------------- inference
     def covariance(self, kind: str = "sandwich") -> np.ndarray:
@@ -158,7 +159,8 @@ class FitResult:
         kind, prob = interval_request(ci, ci_prob, kinds=_CI_KINDS, default_prob=self.ci_prob)
         return kind, _z(prob)
 
-    def _bias_se(self, kind: str, term: str) -> np.ndarray:
+    def bias_se(self, kind: str, term: str) -> np.ndarray:
+        """(K,) standard errors of one bias term's coefficients (``"cov"``: (K, n_cov)); NaN if absent."""
         _, se_theta = self._se(kind)
         tb = self.layout.theta_blocks
         if term not in tb:
@@ -168,7 +170,8 @@ class FitResult:
             return out.reshape(self.design.n_judge, self.layout.n_cov)
         return out
 
-    def _kept(self, term: str) -> np.ndarray:
+    def kept(self, term: str) -> np.ndarray:
+        """(K,) whether each judge's coefficient of ``term`` was estimated (B.2 column selection)."""
         tb = self.layout.theta_blocks
         if term not in tb:
             return np.zeros(self.design.n_judge, bool)
@@ -271,7 +274,7 @@ class FitResult:
         """
         ci, z = self._request(ci, ci_prob)
         se_t, _ = self._se(ci)
-        t = self._targets
+        t = self.targets
         names = self.design.candidates
         frame = pd.DataFrame({
             "candidate": names,
@@ -294,9 +297,9 @@ class FitResult:
         ci, z = self._request(ci, ci_prob)
         se_t, _ = self._se(ci)
         p = self.params
-        t = self._targets
-        se_pos = self._bias_se(ci, "pos")
-        kept = {term: self._kept(term) for term in ("pos", "len", "fam", "cov")}
+        t = self.targets
+        se_pos = self.bias_se(ci, "pos")
+        kept = {term: self.kept(term) for term in ("pos", "len", "fam", "cov")}
         ref = self.design.reference
         rows = {
             "judge": list(self.design.judges),
@@ -320,7 +323,7 @@ class FitResult:
         for j, name in enumerate(self.design.covariates):
             if "cov" in self.layout.theta_blocks:
                 m = np.asarray(self.core.mask)[self.layout.theta_blocks["cov"]].reshape(self.design.n_judge, -1)[:, j] > 0
-                se_c = self._bias_se(ci, "cov")[:, j]
+                se_c = self.bias_se(ci, "cov")[:, j]
                 rows[f"beta_{name}"] = np.where(m, p.beta_cov[:, j], np.nan)
                 rows[f"beta_{name}_lo"] = np.where(m, p.beta_cov[:, j] - z * se_c, np.nan)
                 rows[f"beta_{name}_hi"] = np.where(m, p.beta_cov[:, j] + z * se_c, np.nan)
@@ -347,7 +350,7 @@ class FitResult:
             return pd.DataFrame(q, index=pd.Index(names, name="row beats column"), columns=names)
         ci, z = self._request(ci, ci_prob)
         se_t, _ = self._se(ci)
-        h = self._targets.h
+        h = self.targets.h
         names = self.design.candidates
         if not long:
             return pd.DataFrame(sigmoid(h), index=names, columns=names)

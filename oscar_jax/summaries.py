@@ -1,4 +1,4 @@
-"""Human-readable reports (80-column text) of fits, bootstraps and posteriors."""
+"""Human-readable reports (80-column text) of fits, bootstraps, posteriors and held-out comparisons."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from .report import TABLE_WIDTH, fill, fmt_ci, render_table, shorten, shorten_na
 from .results import FitResult
 from .scales import on_scale, scale_label
 
-__all__ = ["bayes_report", "bootstrap_report", "fit_report", "fmt_or", "header", "leaderboard_text", "judges_text",
+__all__ = ["bayes_report", "bootstrap_report", "compare_report", "fit_report", "fmt_or", "header", "leaderboard_text", "judges_text",
            "scored_leaderboard", "win_text"]
 
 _CI_NAME = {"sandwich": "prompt-cluster sandwich",
@@ -251,3 +251,34 @@ def bayes_report(result, ci_prob: float, scale: str = "logit", anchor=None) -> s
     lines += ["", "Judges (κ = γ·RMS(s): sensitivity; D = tanh(β_pos/2): net first-slot preference)",
               render_table(jt, cols, name_col="name")]
     return "\n".join(line if "\n" in line else fill(line) for line in lines)
+
+
+def compare_report(res) -> str:
+    """``oscar compare``'s text: held-out log loss per model and the paired-bootstrap differences."""
+    lines = [fill(f"Held-out log loss — {res.n_records:,} records · {res.n_prompts:,} prompts · {res.folds} folds "
+                  f"by prompt cluster (seed {res.seed}; identical folds for every model; lower is better)")]
+    table = res.table()
+    table = table.assign(shown=[("not estimable" if not res.estimable[m] else f"{v:.4f}")
+                                for m, v in zip(table.model, table.log_loss)])
+    lines.append(render_table(table, [("model", "model", ""), ("shown", "log loss", ""),
+                                      ("fitted", "fitted as", ""), ("status", "status", "")]))
+    for m in res.models:
+        for n in res.notes[m]:
+            lines.append(fill(f"note ({m}): {n}"))
+    if res.differences is not None:
+        pct = int(round(100 * res.ci_prob))
+        d = res.differences.copy()
+        d["pair"] = [f"{a} − {b}" for a, b in zip(d.a, d.b)]
+        d["ci"] = [fmt_ci(lo, hi, 4) for lo, hi in zip(d.lo, d.hi)]
+        d["star"] = ["*" if x else "" for x in d.excludes_zero]
+        d["ok"] = [f"{v}/{r}" for v, r in zip(d.valid, d.replicates)]
+        lines += ["", fill(f"Paired refit bootstrap (E.3): {res.paired_bootstrap} replicates, prompts resampled "
+                           f"within each fold; {pct}% percentile CI; positive favours the second model; "
+                           "* = CI excludes 0"),
+                  render_table(d, [("pair", "difference", ""), ("estimate", "estimate", ".4f"), ("ci", f"{pct}% CI", ""),
+                                   ("star", "", ""), ("ok", "valid", "")])]
+        for m, n in res.bootstrap_failed.items():
+            if n:
+                lines.append(fill(f"note ({m}): {n} bootstrap refits failed a B.3 check; their replicates are "
+                                  "excluded"))
+    return "\n".join(lines)
