@@ -5,7 +5,7 @@ from __future__ import annotations
 from .identification import interval_status
 from .jsonable import records
 
-__all__ = ["fit_payload", "with_draw_intervals"]
+__all__ = ["fit_payload", "merge_board", "with_draw_intervals"]
 
 
 def _with_flags(frame) -> list[dict]:
@@ -85,3 +85,21 @@ def with_draw_intervals(result, intervals: dict, candidates: list[dict], judges:
     for row in judges:
         n = jindex[row["judge"]]
         row["kappa_lo"], row["kappa_hi"] = float(k_lo[n]), float(k_hi[n])
+
+
+def merge_board(payload: dict, board, scale: str):
+    """Add rank_ub and the chosen scale's score/interval fields to each candidate record."""
+    rows = board.set_index("candidate")
+    keys = ("elo", "elo_lo", "elo_hi") if scale == "elo" else ("logit", "logit_lo", "logit_hi")
+    for cand in payload["candidates"]:
+        row = rows.loc[cand["candidate"]]
+        cand["name"] = cand["candidate"]
+        cand["rank_ub"] = int(row["rank_ub"])
+        for k in keys:
+            cand[k] = float(row[k])
+        # One scale per output: score is on the board's scale; the raw s keeps its own name.
+        cand["s"], cand["s_lo"], cand["s_hi"] = cand.pop("score"), cand.pop("score_lo"), cand.pop("score_hi")
+        cand["score"], cand["score_lo"], cand["score_hi"] = float(row["score"]), float(row["lo"]), float(row["hi"])
+        cand["plus"], cand["minus"] = float(row["plus"]), float(row["minus"])
+        if cand.get("interval", "ok") != "ok":  # flagged (oscar_jax.identification): no interval
+            cand.update({k: None for k in keys[1:]}, plus=None, minus=None)

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import sys
 
-from ..fit import fit
 from ..draw_sources import draw_intervals, interval_draws
+from ..fit import fit
+from ..fit_json import merge_board
 from ..leaderboard import CI_SOURCES, ELO_BASE, ELO_SLOPE, INDEPENDENCE_NOTE, arena_text, parse_anchor
 from ..report import fill, write_tables
 from ..scales import SCORE_SCALES, fastchat_table, scaled_board
@@ -68,24 +69,6 @@ def _data_summary(design) -> dict:
             "dropped": dict(rep.dropped), "ties": dict(rep.ties), "notes": list(rep.notes)}
 
 
-def _merge_board(payload: dict, board, scale: str):
-    """Add rank_ub and the chosen scale's score/interval fields to each candidate record."""
-    rows = board.set_index("candidate")
-    keys = ("elo", "elo_lo", "elo_hi") if scale == "elo" else ("logit", "logit_lo", "logit_hi")
-    for cand in payload["candidates"]:
-        row = rows.loc[cand["candidate"]]
-        cand["name"] = cand["candidate"]
-        cand["rank_ub"] = int(row["rank_ub"])
-        for k in keys:
-            cand[k] = float(row[k])
-        # One scale per output: score is on the board's scale; the raw s keeps its own name.
-        cand["s"], cand["s_lo"], cand["s_hi"] = cand.pop("score"), cand.pop("score_lo"), cand.pop("score_hi")
-        cand["score"], cand["score_lo"], cand["score_hi"] = float(row["score"]), float(row["lo"]), float(row["hi"])
-        cand["plus"], cand["minus"] = float(row["plus"]), float(row["minus"])
-        if cand.get("interval", "ok") != "ok":  # flagged (oscar_jax.identification): no interval
-            cand.update({k: None for k in keys[1:]}, plus=None, minus=None)
-
-
 def _aux_fit(design, model: str, args, result):
     """J (or J+P) next to the chosen model, for the judge panel and attenuation plot."""
     return fit(design, model, ridge=args.ridge, seed=args.seed, ci_prob=result.ci_prob)
@@ -116,7 +99,7 @@ def run(args) -> int:
 
     payload = result.to_dict(wald, intervals=draw_intervals(result, draws) if draw_based else None)
     payload["ci"] = args.ci
-    _merge_board(payload, board, args.scale)
+    merge_board(payload, board, args.scale)
     notes = []
     if draw_based:
         notes.append(f"{args.ci} percentile intervals from {len(draws)} draws for the leaderboard"
