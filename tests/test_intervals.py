@@ -23,12 +23,13 @@ def test_percentiles_are_nan_ignoring_quantiles(method):
     rng = np.random.default_rng(0)
     x = rng.standard_normal((301, 4, 3))
     lo, hi = percentiles(x, 0.9, method=method)
-    ref = np.nanquantile(x, [0.05, 0.95], axis=0, method=method)
+    alpha = 0.5 * (1.0 - 0.9)
+    ref = np.nanquantile(x, [alpha, 1.0 - alpha], axis=0, method=method)
     assert np.array_equal(lo, ref[0]) and np.array_equal(hi, ref[1])
     x[:7, 0, 0] = np.nan   # failed draws are ignored …
     x[:, 1, 1] = np.nan    # … and a quantity without any draw stays NaN
     lo, hi = percentiles(x, 0.9, method=method)
-    assert lo[0, 0] == np.nanquantile(x[:, 0, 0], 0.05, method=method)
+    assert lo[0, 0] == np.nanquantile(x[:, 0, 0], alpha, method=method)
     assert np.isnan(lo[1, 1]) and np.isnan(hi[1, 1])
     lo, hi = percentiles(x[:0], 0.9)
     assert lo.shape == (4, 3) and np.isnan(lo).all() and np.isnan(hi).all()
