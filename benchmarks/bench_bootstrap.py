@@ -48,7 +48,8 @@ from benchmarks.baseline_scipy import ScipyFit  # noqa: E402
 from oscar_jax.core import fit_core_jit  # noqa: E402
 from oscar_jax.data import load_judgments, shared_data_dir  # noqa: E402
 from oscar_jax.design import build_design  # noqa: E402
-from oscar_jax.fit import as_design, covariances_jit, start_points  # noqa: E402
+from oscar_jax.fit import as_design, start_points  # noqa: E402
+from oscar_jax.sandwich import covariances_jit  # noqa: E402
 from oscar_jax.params import Layout  # noqa: E402
 from oscar_jax.heldout import compare  # noqa: E402
 from oscar_jax.resample import auto_chunk_size, batched_fit_core_jit, bootstrap, bootstrap_weights  # noqa: E402

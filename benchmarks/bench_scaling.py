@@ -98,7 +98,8 @@ def worker(spec_json: str) -> dict:
     import jax.numpy as jnp
     import numpy as np
 
-    from oscar_jax.fit import covariances_jit, start_points
+    from oscar_jax.fit import start_points
+    from oscar_jax.sandwich import covariances_jit
     from oscar_jax.params import Layout
     from oscar_jax.simulate import simulate_jit
     from oscar_jax.spec import parse_model

@@ -18,12 +18,12 @@ import numpy as np
 from . import _x64  # noqa: F401
 from .core import fit_core_jit
 from .problem import Problem, as_design, prepare
-from .results import FitResult, covariances_jit
+from .results import FitResult
 from .spec import ModelSpec
 from .starts import seeded_starts, start_points
 from .validate import check_ci_prob, check_positive_int
 
-__all__ = ["OscarFitWarning", "OscarNoteWarning", "as_design", "covariances_jit", "fit", "fit_problem",
+__all__ = ["OscarFitWarning", "OscarNoteWarning", "as_design", "fit", "fit_problem",
            "start_points"]
 
 

@@ -32,7 +32,7 @@ from .params import Layout
 from .program_cache import persistent_jit
 from .batch_fit import auto_chunk_size, fit_batch
 from .intervals import percentiles
-from .json_rows import json_records
+from .jsonable import records
 from .weights import fold_masks, prompt_folds, within_fold_weights
 from .spec import ModelSpec, parse_model
 from .validate import OscarInputError, check_ci_prob, check_positive_int
@@ -161,7 +161,7 @@ class CompareResult:
             out["paired_bootstrap"] = self.paired_bootstrap
             out["bootstrap_seed"] = self.bootstrap_seed
             out["ci_prob"] = self.ci_prob
-            out["differences"] = json_records(self.differences)
+            out["differences"] = records(self.differences)
             out["bootstrap_failed"] = dict(self.bootstrap_failed)
         return out
 

@@ -354,7 +354,7 @@ def interval_status(result, ci: str = "sandwich") -> dict:
     cand_flags, judge_flags = result.flags(ci)
     cand = [_status(f) for f in cand_flags]
     any_sep = any("separated" in f for f in cand_flags)
-    se_pos = result._bias_se(ci, "pos") if result.cov is not None else np.full(result.design.n_judge, np.nan)
+    se_pos = result.bias_se(ci, "pos") if result.cov is not None else np.full(result.design.n_judge, np.nan)
     kappa, d = [], []
     for kk, flags in enumerate(judge_flags):
         terms = ident.judge_flag_terms[kk] if kk < len(ident.judge_flag_terms) else {}

@@ -29,8 +29,6 @@ on an unanchored board when the ranking itself matters.
 
 from __future__ import annotations
 
-import importlib
-import inspect
 import math
 
 import jax
@@ -38,12 +36,12 @@ import numpy as np
 import pandas as pd
 from statistics import NormalDist
 
+from .intervals import percentiles
 from .program_cache import persistent_jit
 from .report import render_table, shorten
-from .links import sigmoid
 from .results import FitResult
-from .sandwich import delta_se, targets, targets_batch_jit
-from .validate import OscarInputError, check_choice, check_ci_prob, check_positive_int, resolve_name
+from .sandwich import delta_se, targets
+from .validate import OscarInputError, check_choice, check_ci_prob, resolve_name
 
 __all__ = [
     "CI_SOURCES",
@@ -51,13 +49,9 @@ __all__ = [
     "ELO_BASE",
     "ELO_SLOPE",
     "SCALES",
-    "theta_draws",
     "arena_leaderboard",
     "arena_text",
-    "draw_intervals",
     "fmt_pm",
-    "interval_draws",
-    "interval_source",
     "judge_intervals",
     "parse_anchor",
     "rank_ub",
@@ -170,153 +164,6 @@ def fmt_pm(point: float, lo: float, hi: float, digits: int = 1) -> str:
 
 
 # ---------------------------------------------------------------------------------------
-# Draw-based intervals (bootstrap replicates, posterior draws)
-# ---------------------------------------------------------------------------------------
-
-def _unavailable(kind: str, what: str, reason: str) -> OscarInputError:
-    return OscarInputError(
-        f"--ci {kind}: the interval source is unavailable ({what} {reason}); use --ci sandwich or "
-        "--ci model, or install a version of oscar_jax that provides it"
-    )
-
-
-def _lookup(obj, attr):
-    return obj.get(attr) if isinstance(obj, dict) else getattr(obj, attr, None)
-
-
-def theta_draws(obj, layout, kind: str) -> tuple[np.ndarray, int]:
-    """(B, P) θ draws and the number of draws left out as failed (reported, not hidden).
-
-    Understands ``resample.BootstrapResult`` (``batch.theta``, ``batch.valid``),
-    ``bayes.BayesResult`` (``idata.posterior["theta"]`` over the sampled coordinates,
-    ``mask``), and any object or dict with ``theta`` (B, P) and optional ``ok`` (B,).
-    """
-    found, ok = None, None
-    batch = _lookup(obj, "batch")
-    idata = _lookup(obj, "idata")
-    if batch is not None and np.ndim(_lookup(batch, "theta")) == 2:
-        found = np.asarray(_lookup(batch, "theta"), dtype=float)
-        ok = _lookup(batch, "valid")
-    elif callable(getattr(obj, "population_theta", None)):
-        found = np.asarray(obj.population_theta(), dtype=float)  # BayesResult: prompt-averaged scale
-    elif idata is not None and "theta" in getattr(idata, "posterior", {}):
-        th = np.asarray(idata.posterior["theta"].values, dtype=float)
-        th = th.reshape(-1, th.shape[-1])
-        mask = _lookup(obj, "mask")
-        if th.shape[1] != layout.n_theta and mask is not None and th.shape[1] == int(np.sum(np.asarray(mask) > 0)):
-            # The sampler draws only the coordinates B.2 kept; the others are fixed at 0.
-            full = np.zeros((th.shape[0], layout.n_theta))
-            full[:, np.asarray(mask) > 0] = th
-            th = full
-        found = th
-    else:
-        for attr in ("theta", "thetas", "theta_draws", "samples"):
-            value = _lookup(obj, attr)
-            if value is not None and np.ndim(value) == 2:
-                found = np.asarray(value, dtype=float)
-                break
-        for attr in ("ok", "valid", "converged"):
-            value = _lookup(obj, attr)
-            if value is not None:
-                ok = value
-                break
-    if found is None:
-        raise _unavailable(kind, "its result", "exposes no (B, P) array 'theta' of θ draws")
-    if found.shape[1] != layout.n_theta:
-        raise OscarInputError(
-            f"--ci {kind}: the draws have {found.shape[1]} coordinates but the fit's θ has "
-            f"{layout.n_theta}; the draws must use the full-data fit's parametrization"
-        )
-    finite = np.all(np.isfinite(found), axis=1)
-    if ok is not None and np.shape(ok) == (found.shape[0],):
-        finite &= np.asarray(ok, dtype=bool)
-    if not finite.any():
-        raise OscarInputError(f"--ci {kind}: no draw passed its checks; intervals cannot be formed")
-    return found[finite], int((~finite).sum())
-
-
-def interval_source(kind: str):
-    """The function that provides ``--ci bootstrap`` / ``--ci bayes`` draws, imported lazily.
-
-    ``bootstrap``: ``oscar_jax.resample.bootstrap(design, model, replicates, seed)``;
-    ``bayes``: ``oscar_jax.bayes.fit_bayes(design, model, seed=seed)``. Raises a clear
-    :class:`OscarInputError` when the module or function is absent, so callers can check
-    before fitting anything.
-    """
-    check_choice("ci", kind, ("bootstrap", "bayes"))
-    module, func = ("resample", "bootstrap") if kind == "bootstrap" else ("bayes", "fit_bayes")
-    try:
-        mod = importlib.import_module(f"oscar_jax.{module}")
-    except ImportError as exc:
-        raise _unavailable(kind, f"module oscar_jax.{module}", f"cannot be imported: {exc}") from None
-    fn = getattr(mod, func, None)
-    if not callable(fn):
-        raise _unavailable(kind, f"oscar_jax.{module}", f"has no function {func}()")
-    return fn
-
-
-def interval_draws(kind: str, result: FitResult, *, replicates: int = 500, seed: int = 0,
-                   prompt_effect: bool | None = None):
-    """θ draws for ``--ci bootstrap`` / ``--ci bayes`` (see :func:`interval_source`).
-
-    ``prompt_effect`` (``bayes`` only): None for the posterior's default (the prompt ×
-    candidate effect when prompts carry more than one record), False to drop it.
-
-    Each provider's result must expose ``theta`` (B, P) in the full-data fit's
-    parametrization, and optionally ``ok`` (B,) flags: failed draws are left out and
-    counted, never hidden.
-
-    Returns
-    -------
-    draws : ndarray (B, P)
-    n_failed : int
-    """
-    fn = interval_source(kind)
-    try:
-        params = inspect.signature(fn).parameters
-    except (TypeError, ValueError):
-        params = {}
-    extra = {}
-    if "ci_prob" in params:
-        extra["ci_prob"] = result.ci_prob
-    if kind == "bootstrap":
-        replicates = check_positive_int("replicates", replicates, minimum=2)
-        if "full" in params:
-            extra["full"] = result  # reuse the full-data fit: the point estimate stays this one
-        out = fn(result.design, result.spec, replicates, seed, **extra)
-    else:
-        if prompt_effect is not None and "prompt_effect" in params:
-            extra["prompt_effect"] = prompt_effect
-        out = fn(result.design, result.spec, seed=seed, **extra)
-    return theta_draws(out, result.layout, kind)
-
-
-def _quantiles(values: np.ndarray, ci_prob: float) -> tuple[np.ndarray, np.ndarray]:
-    alpha = 1.0 - ci_prob
-    lo, hi = np.quantile(values, [alpha / 2.0, 1.0 - alpha / 2.0], axis=0)
-    return lo, hi
-
-
-def draw_intervals(result: FitResult, draws, ci_prob: float | None = None) -> dict:
-    """Percentile intervals of the main targets over θ draws (B, P).
-
-    Returns a dict of (lo, hi) array pairs: ``s`` (C,), ``q`` (C, C) win probabilities,
-    ``q_field`` (C,), ``kappa`` (K,). Point estimates stay those of ``result``.
-    """
-    ci_prob = check_ci_prob(result.ci_prob if ci_prob is None else ci_prob)
-    draws = np.asarray(draws, dtype=float)
-    t = jax.tree_util.tree_map(np.asarray, targets_batch_jit(draws, result.layout))
-    out = {"s": _quantiles(t.s, ci_prob)}
-    lo, hi = _quantiles(t.h, ci_prob)
-    out["q"] = (sigmoid(lo), sigmoid(hi))
-    lo, hi = _quantiles(t.field, ci_prob)
-    out["q_field"] = (sigmoid(lo), sigmoid(hi))
-    lo, hi = _quantiles(t.log_kappa, ci_prob)
-    out["kappa"] = (np.exp(lo), np.exp(hi))
-    return out
-
-
-# ---------------------------------------------------------------------------------------
 # The leaderboard table
 # ---------------------------------------------------------------------------------------
 
@@ -372,14 +219,14 @@ def arena_leaderboard(result: FitResult, *, ci: str = "sandwich", scale: str = "
         lo, hi = x - z * se, x + z * se
     else:
         if draws is None:
-            raise OscarInputError(f"ci={ci!r} needs draws= (B, P) θ draws; see interval_draws()")
+            raise OscarInputError(f"ci={ci!r} needs draws= (B, P) θ draws; see oscar_jax.draw_sources.interval_draws()")
         draws = np.asarray(draws, dtype=float)
         if draws.ndim != 2 or draws.shape[1] != result.layout.n_theta:
             raise OscarInputError(f"draws must have shape (B, {result.layout.n_theta}), got {draws.shape}")
         x = np.asarray(_scores_and_se_jit(theta, np.zeros((theta.shape[0],) * 2), layout=result.layout,
                                           anchor_index=index)[0])
         xs = np.asarray(_draw_scores_jit(draws, layout=result.layout, anchor_index=index))
-        lo, hi = _quantiles(xs, ci_prob)
+        lo, hi = percentiles(xs, ci_prob)
         # A percentile interval need not contain the full-data estimate; fmt_pm then
         # prints that side as 0 rather than a negative width.
         se = np.full_like(x, np.nan)

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
 
+from .attenuation_plot import attenuation_scatter
+from .figures import new_figure, save_png
 from .palette import OKABE_ITO
 from .plot_layout import place_labels
 from .report import shorten, shorten_names
@@ -27,20 +27,7 @@ from .validate import OscarInputError
 __all__ = ["OKABE_ITO", "attenuation_scatter", "forest_plot", "judge_panel", "win_heatmap", "write_fit_plots"]
 
 _BLUE, _ORANGE, _VERMILION, _GREEN, _PURPLE = OKABE_ITO[5], OKABE_ITO[1], OKABE_ITO[6], OKABE_ITO[3], OKABE_ITO[7]
-_DPI = 120
 _NAME_WIDTH = 32
-
-
-def _figure(width: float, height: float) -> Figure:
-    fig = Figure(figsize=(width, height), dpi=_DPI, layout="constrained")
-    FigureCanvasAgg(fig)
-    return fig
-
-
-def _save(fig: Figure, path) -> Path:
-    from .outputs import atomic_write
-
-    return atomic_write(path, lambda tmp: fig.savefig(tmp, format="png"))
 
 
 def _col(table: pd.DataFrame, *names):
@@ -81,7 +68,7 @@ def forest_plot(table, path, *, xlabel: str | None = None, title: str | None = N
     names = shorten_names(table[label].astype(str), _NAME_WIDTH)
     order = np.argsort(-score, kind="mergesort")
     n = len(order)
-    fig = _figure(7.0, max(2.6, 0.32 * n + 1.4))
+    fig = new_figure(7.0, max(2.6, 0.32 * n + 1.4))
     ax = fig.add_subplot()
     y = np.arange(n)[::-1]
     ax.errorbar(score[order], y, xerr=[score[order] - lo[order], hi[order] - score[order]], fmt="o",
@@ -106,7 +93,7 @@ def forest_plot(table, path, *, xlabel: str | None = None, title: str | None = N
         if attrs.get("anchor"):
             title += f"\nanchored at {shorten(attrs['anchor'], 30)}"
     ax.set_title(title, fontsize=10)
-    return _save(fig, path)
+    return save_png(fig, path)
 
 
 # ---------------------------------------------------------------------------------------
@@ -163,7 +150,7 @@ def win_heatmap(source, path, *, ci: str = "sandwich", names=None, lo=None, hi=N
     # at 8 pt however many candidates there are; the figure grows instead.
     cell = 0.75 if show_ci else 0.5
     side = max(4.5, cell * c + 2.6)
-    fig = _figure(side + 1.2, side)
+    fig = new_figure(side + 1.2, side)
     ax = fig.add_subplot()
     shown = np.where(np.eye(c, dtype=bool), np.nan, q)
     image = ax.imshow(shown, cmap="RdBu", vmin=0.0, vmax=1.0)
@@ -188,7 +175,7 @@ def win_heatmap(source, path, *, ci: str = "sandwich", names=None, lo=None, hi=N
     bar = fig.colorbar(image, ax=ax, shrink=0.8)
     bar.set_label("P(row beats column)")
     ax.set_title(title or "P(row beats column)", fontsize=10)
-    return _save(fig, path)
+    return save_png(fig, path)
 
 
 # ---------------------------------------------------------------------------------------
@@ -224,7 +211,7 @@ def judge_panel(source, path, *, j_fit=None, ci: str = "sandwich", model_name: s
     j_table = judge_intervals(j_fit, ci) if isinstance(j_fit, FitResult) else j_fit
     judges = shorten_names(table["judge"].astype(str), 26)
     k = len(judges)
-    fig = _figure(14.0, max(4.6, 0.3 * k + 2.6))
+    fig = new_figure(14.0, max(4.6, 0.3 * k + 2.6))
     # (b) and (c) share the judge axis: names are printed once, left of (b).
     ax_k, ax_d, ax_b = fig.subplots(1, 3, gridspec_kw={"width_ratios": [1.25, 1.0, 1.1]})
     ax_b.sharey(ax_d)
@@ -299,81 +286,7 @@ def judge_panel(source, path, *, j_fit=None, ci: str = "sandwich", model_name: s
     fig.suptitle(title or f"Judges under {model_name}", fontsize=11)
     if j_table is not None:
         place_labels(ax_k, xk, yk, judges, fontsize=6.5)
-    return _save(fig, path)
-
-
-# ---------------------------------------------------------------------------------------
-# Attenuation scatter
-# ---------------------------------------------------------------------------------------
-
-def attenuation_scatter(table, path, *, adjusted: FitResult | None = None, title: str | None = None) -> Path:
-    """Observed κ ratio without/with position against the predicted attenuation 1 − D².
-
-    Parameters
-    ----------
-    table
-        Output of :func:`oscar_jax.attenuation.attenuation` (columns ``judge``,
-        ``ratio``, ``predicted``), or the naive (no-position) FitResult together with
-        ``adjusted=`` (a fit with the position term on the same data).
-    """
-    from .attenuation import attenuation, median_abs_log_discrepancy
-
-    if isinstance(table, FitResult):
-        if adjusted is None:
-            raise OscarInputError("attenuation_scatter(naive_fit, path) needs adjusted= (a fit with the position term)")
-        table = attenuation(table, adjusted)
-    x = table["predicted"].to_numpy(dtype=float)
-    y = table["ratio"].to_numpy(dtype=float)
-    names = shorten_names(table["judge"].astype(str), 24)
-    fig = _figure(6.4, 6.4)
-    ax = fig.add_subplot()
-    ax.set_box_aspect(1.0)
-    # Ratios live on log axes (the paper's Fig. 1(c)): a ratio r and 1/r lie equally far from
-    # the diagonal, and the many judges near (1, 1) spread out.
-    ok = np.isfinite(x) & np.isfinite(y) & (x > 0) & (y > 0)
-    ax.scatter(x[ok], y[ok], color=_BLUE, s=30, zorder=3)
-    finite = np.concatenate([x[ok], y[ok], [1.0]])
-    lo, hi = float(finite.min()) / 1.12, float(finite.max()) * 1.12
-    ax.plot([lo, hi], [lo, hi], color="0.4", linestyle="--", linewidth=1, label="observed = predicted (Eq. 5)")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlim(lo, hi)
-    ax.set_ylim(lo, hi)
-    _ratio_ticks(ax, lo, hi)
-    ax.set_xlabel("predicted attenuation 1 − D²  (D from the fit with position)")
-    ax.set_ylabel("observed κ ratio: without / with position")
-    ax.grid(color="0.9", linewidth=0.8)
-    ax.set_axisbelow(True)
-    med = median_abs_log_discrepancy(table)
-    ax.set_title(title or f"Attenuation by omitted position\n(median |log discrepancy| {med:.3f}; log axes)",
-                 fontsize=10)
-    fig.legend(loc="outside lower center", fontsize=8, frameon=False)
-    # The corner note is laid out first (at its longest) so that labels keep clear of it.
-    note = ax.text(0.98, 0.02, f"{len(names)} crowded points unlabelled", transform=ax.transAxes, ha="right",
-                   va="bottom", fontsize=6.5, color="0.4")
-    left_out = place_labels(ax, x[ok], y[ok], [n for n, o in zip(names, ok) if o], fontsize=6.5, avoid=[note])
-    if left_out:
-        note.set_text(f"{len(left_out)} crowded point{'s' if len(left_out) > 1 else ''} unlabelled")
-    else:
-        note.remove()
-    return _save(fig, path)
-
-
-_NICE_RATIOS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.1, 1.25, 1.5, 2.0, 3.0, 5.0,
-                10.0, 20.0, 50.0, 100.0)
-
-
-def _ratio_ticks(ax, lo: float, hi: float, most: int = 7):
-    """Plain-number ticks (0.5, 0.8, 1, 1.25, …) on log ratio axes, thinned to ``most``."""
-    from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
-
-    ticks = [t for t in _NICE_RATIOS if lo <= t <= hi]
-    while len(ticks) > most:
-        ticks = ticks[::2] if 1.0 in ticks[::2] else ticks[1::2]
-    for axis in (ax.xaxis, ax.yaxis):
-        axis.set_major_locator(FixedLocator(ticks))
-        axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-        axis.set_minor_locator(NullLocator())
+    return save_png(fig, path)
 
 
 # ---------------------------------------------------------------------------------------

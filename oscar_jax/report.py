@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Sequence
@@ -13,8 +12,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-__all__ = ["TABLE_WIDTH", "current_width", "fill", "fmt_ci", "json_default", "render_table", "shorten", "shorten_names", "table_width",
-           "to_json", "write_tables"]
+from .jsonable import to_json
+
+__all__ = ["TABLE_WIDTH", "current_width", "fill", "fmt_ci", "render_table", "shorten", "shorten_names", "table_width",
+           "write_tables"]
 
 TABLE_WIDTH = 100  # text tables fit this many columns unless --wide (table_width(None))
 _WIDTH: ContextVar[int | None] = ContextVar("oscar_table_width", default=TABLE_WIDTH)
@@ -168,35 +169,6 @@ def _table_width(frame, columns, name_col, min_name: int) -> int:
             w = min(w, max(min_name, len(head)))
         total += w + 2
     return total - 2
-
-
-def json_default(obj):
-    if isinstance(obj, (np.integer,)):
-        return int(obj)
-    if isinstance(obj, (np.floating,)):
-        return None if not np.isfinite(obj) else float(obj)
-    if isinstance(obj, np.bool_):
-        return bool(obj)
-    if isinstance(obj, np.ndarray):
-        return obj.tolist()
-    if isinstance(obj, Path):
-        return str(obj)
-    raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
-
-
-def _nan_to_none(obj):
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    if isinstance(obj, dict):
-        return {k: _nan_to_none(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_nan_to_none(v) for v in obj]
-    return obj
-
-
-def to_json(obj, indent: int | None = 2) -> str:
-    """JSON with NaN/inf as null (strict JSON has no NaN)."""
-    return json.dumps(_nan_to_none(obj), default=json_default, indent=indent, allow_nan=False)
 
 
 def write_tables(out_dir: str | Path, tables: dict[str, pd.DataFrame], payload: dict | None = None) -> list[Path]:

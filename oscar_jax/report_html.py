@@ -15,7 +15,6 @@ import datetime as _dt
 import html
 import platform
 import tempfile
-from importlib import metadata
 from pathlib import Path
 
 import numpy as np
@@ -119,8 +118,8 @@ def versions() -> dict[str, str]:
     out = {"python": platform.python_version(), "oscar_jax": __version__}
     for pkg in ("jax", "jaxlib", "numpy", "scipy", "pandas", "matplotlib"):
         try:
-            out[pkg] = metadata.version(pkg)
-        except metadata.PackageNotFoundError:
+            out[pkg] = __import__(pkg).__version__  # every one of them is a dependency, so this is cheap
+        except ImportError:
             out[pkg] = "not installed"
     out["platform"] = platform.platform(terse=True)
     return out

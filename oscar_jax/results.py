@@ -14,18 +14,20 @@ from statistics import NormalDist
 from .core import STATIONARITY_TOL, FitCore
 from .design import Design
 from .params import Layout, Params
-from .program_cache import persistent_jit
-from .sandwich import Covariances, covariances, target_se, targets_jit
+from .sandwich import Covariances, covariances_jit, target_se, targets_jit
 from .solver import STATUS
+from .intervals import interval_request
 from .links import net_preference, sigmoid
 from .spec import ModelSpec
 from .validate import check_choice
 
-__all__ = ["FitResult", "covariances_jit"]
-
-covariances_jit = persistent_jit(covariances, static_argnames=("layout", "n_clusters"))
+__all__ = ["FitResult"]
 
 _CI_KINDS = ("sandwich", "model")
+
+
+def _z(ci_prob: float) -> float:
+    return NormalDist().inv_cdf(0.5 + ci_prob / 2.0)
 
 
 def _exp(x):
@@ -100,18 +102,14 @@ class FitResult:
         return float(self.core.objective)
 
     @cached_property
-    def _targets(self):
+    def targets(self):
+        """Targets at θ̂ (:class:`~oscar_jax.sandwich.Targets`: s, h, field, log γ, log κ, γ̄)."""
         t = targets_jit(self.theta, self.layout)
         return jax.tree_util.tree_map(np.asarray, t)
 
     @property
-    def targets(self):
-        """Targets at θ̂ (s, h, log γ, log κ, γ̄, field), numpy; read-only."""
-        return self._targets
-
-    @property
     def scores(self) -> np.ndarray:
-        return self._targets.s
+        return self.targets.s
 
     @property
     def gamma(self) -> np.ndarray:
@@ -120,7 +118,7 @@ class FitResult:
     @property
     def kappa(self) -> np.ndarray:
         """κ_k = γ_k · RMS(s): sensitivity on a scale-invariant footing (Section 6.2)."""
-        return np.exp(self._targets.log_kappa)
+        return np.exp(self.targets.log_kappa)
 
     @property
     def D(self) -> np.ndarray:
@@ -129,12 +127,12 @@ class FitResult:
 
     @property
     def gamma_bar(self) -> float:
-        return float(self._targets.gamma_bar)
+        return float(self.targets.gamma_bar)
 
     @property
     def win_prob(self) -> np.ndarray:
         """q_ij = σ(γ̄ (s_i − s_j)), bias terms at zero (Eq. 3)."""
-        return sigmoid(self._targets.h)
+        return sigmoid(self.targets.h)
 
     # ---------------------------------------------------------------- inference
     def covariance(self, kind: str = "sandwich") -> np.ndarray:
@@ -155,9 +153,14 @@ class FitResult:
 
     @property
     def z(self) -> float:
-        return NormalDist().inv_cdf(0.5 + self.ci_prob / 2.0)
+        return _z(self.ci_prob)
 
-    def _bias_se(self, kind: str, term: str) -> np.ndarray:
+    def _request(self, ci, ci_prob) -> tuple[str, float]:
+        kind, prob = interval_request(ci, ci_prob, kinds=_CI_KINDS, default_prob=self.ci_prob)
+        return kind, _z(prob)
+
+    def bias_se(self, kind: str, term: str) -> np.ndarray:
+        """(K,) standard errors of one bias term's coefficients (``"cov"``: (K, n_cov)); NaN if absent."""
         _, se_theta = self._se(kind)
         tb = self.layout.theta_blocks
         if term not in tb:
@@ -168,10 +171,7 @@ class FitResult:
         return out
 
     def kept(self, term: str) -> np.ndarray:
-        """(K,) True where judge k's ``term`` coefficient was estimated (not fixed at 0 by B.2)."""
-        return self._kept(term)
-
-    def _kept(self, term: str) -> np.ndarray:
+        """(K,) whether each judge's coefficient of ``term`` was estimated (B.2 column selection)."""
         tb = self.layout.theta_blocks
         if term not in tb:
             return np.zeros(self.design.n_judge, bool)
@@ -265,16 +265,16 @@ class FitResult:
         return out
 
     # ---------------------------------------------------------------- tables
-    def leaderboard(self, ci: str = "sandwich") -> pd.DataFrame:
+    def leaderboard(self, ci: str | None = None, *, ci_prob: float | None = None) -> pd.DataFrame:
         """Candidates by score: rank, score with CI, win probability against the field with CI.
 
-        ``q_field`` is the mean over the other candidates of q_ij, the probability that a
-        judge of average sensitivity prefers this candidate to a random other one.
+        ``ci``: ``"sandwich"`` (default) or ``"model"``; ``ci_prob``: the level (default the
+        fit's). ``q_field`` is the mean over the other candidates of q_ij, the probability
+        that a judge of average sensitivity prefers this candidate to a random other one.
         """
-        check_choice("ci", ci, _CI_KINDS)
+        ci, z = self._request(ci, ci_prob)
         se_t, _ = self._se(ci)
-        t = self._targets
-        z = self.z
+        t = self.targets
         names = self.design.candidates
         frame = pd.DataFrame({
             "candidate": names,
@@ -292,15 +292,14 @@ class FitResult:
         frame.insert(0, "rank", np.arange(1, len(frame) + 1))
         return frame
 
-    def judges(self, ci: str = "sandwich") -> pd.DataFrame:
+    def judges(self, ci: str | None = None, *, ci_prob: float | None = None) -> pd.DataFrame:
         """Per judge: n, γ, κ (with CIs), β_pos, D (with CI), β_len, β_fam, kept columns."""
-        check_choice("ci", ci, _CI_KINDS)
+        ci, z = self._request(ci, ci_prob)
         se_t, _ = self._se(ci)
         p = self.params
-        z = self.z
-        t = self._targets
-        se_pos = self._bias_se(ci, "pos")
-        kept = {term: self._kept(term) for term in ("pos", "len", "fam", "cov")}
+        t = self.targets
+        se_pos = self.bias_se(ci, "pos")
+        kept = {term: self.kept(term) for term in ("pos", "len", "fam", "cov")}
         ref = self.design.reference
         rows = {
             "judge": list(self.design.judges),
@@ -324,7 +323,7 @@ class FitResult:
         for j, name in enumerate(self.design.covariates):
             if "cov" in self.layout.theta_blocks:
                 m = np.asarray(self.core.mask)[self.layout.theta_blocks["cov"]].reshape(self.design.n_judge, -1)[:, j] > 0
-                se_c = self._bias_se(ci, "cov")[:, j]
+                se_c = self.bias_se(ci, "cov")[:, j]
                 rows[f"beta_{name}"] = np.where(m, p.beta_cov[:, j], np.nan)
                 rows[f"beta_{name}_lo"] = np.where(m, p.beta_cov[:, j] - z * se_c, np.nan)
                 rows[f"beta_{name}_hi"] = np.where(m, p.beta_cov[:, j] + z * se_c, np.nan)
@@ -335,7 +334,8 @@ class FitResult:
         rows["flags"] = [",".join(f) for f in self.flags(ci)[1]]
         return pd.DataFrame(rows)
 
-    def win_matrix(self, ci: str = "sandwich", long: bool = True, wide: bool = False) -> pd.DataFrame:
+    def win_matrix(self, ci: str | None = None, long: bool = True, wide: bool = False, *,
+                   ci_prob: float | None = None) -> pd.DataFrame:
         """q_ij with delta-method intervals σ(ĥ ± z·se) (Eq. 10), for every ordered pair.
 
         ``wide=True``: the C×C matrix P(row beats column), rows and columns ordered by
@@ -348,10 +348,9 @@ class FitResult:
             q = self.win_prob[np.ix_(order, order)].copy()
             np.fill_diagonal(q, np.nan)
             return pd.DataFrame(q, index=pd.Index(names, name="row beats column"), columns=names)
-        check_choice("ci", ci, _CI_KINDS)
+        ci, z = self._request(ci, ci_prob)
         se_t, _ = self._se(ci)
-        h = self._targets.h
-        z = self.z
+        h = self.targets.h
         names = self.design.candidates
         if not long:
             return pd.DataFrame(sigmoid(h), index=names, columns=names)
@@ -372,61 +371,13 @@ class FitResult:
         p = np.asarray(cell_probabilities(jnp.asarray(self.theta), design.arrays, self.layout))
         return p[design.record_cell]
 
-    def to_dict(self, ci: str = "sandwich") -> dict:
-        """JSON-ready summary: model, sizes, objective, candidates, judges, win_prob, diagnostics."""
-        lb = self.leaderboard(ci)
-        jt = self.judges(ci)
-        wm = self.win_matrix(ci)
+    def to_dict(self, ci: str = "sandwich", *, intervals: dict | None = None) -> dict:
+        """JSON-ready summary: model, sizes, objective, candidates, judges, win_prob, diagnostics.
 
-        def clean(x):
-            if isinstance(x, (np.floating, float)):
-                return None if not np.isfinite(x) else float(x)
-            if isinstance(x, (np.integer,)):
-                return int(x)
-            if isinstance(x, np.bool_):
-                return bool(x)
-            return x
+        ``intervals``: percentile intervals from θ draws
+        (:func:`oscar_jax.draw_sources.draw_intervals`) that replace the Wald intervals of
+        scores, q against the field, κ and win probabilities.
+        """
+        from .fit_json import fit_payload
 
-        def records(frame):
-            out = [{k: clean(v) for k, v in row.items()} for row in frame.to_dict(orient="records")]
-            for row in out:
-                if "flags" in row:
-                    row["flags"] = [f for f in str(row["flags"] or "").split(",") if f]
-            return out
-
-        from .identification import interval_status
-
-        status = interval_status(self, ci)
-        candidates, judges, win = records(lb), records(jt), records(wm)
-        # Flagged quantities get no interval: null, with the reason, never a confident number.
-        by_name = dict(zip(self.design.candidates, status["candidates"]))
-        for row in candidates:
-            row["interval"] = by_name[row["candidate"]] or "ok"
-            if by_name[row["candidate"]]:
-                row.update(score_lo=None, score_hi=None, q_field_lo=None, q_field_hi=None)
-        for row, kap, d in zip(judges, status["kappa"], status["D"]):
-            if kap:
-                row.update(gamma_lo=None, gamma_hi=None, kappa_lo=None, kappa_hi=None)
-            if d:
-                row.update(D_lo=None, D_hi=None)
-        for row in win:
-            if by_name[row["a"]] or by_name[row["b"]]:
-                row.update(lo=None, hi=None, se_logit=None)
-        return {
-            "model": self.spec.name,
-            "fitted_model": self.effective_spec.name,
-            "n_records": int(self.design.n_records),
-            "n_prompts": int(self.design.n_clusters),
-            "n_cells": int(self.design.n_cells),
-            "reference_judge": self.design.judges[self.design.reference],
-            "objective": self.objective,
-            "ridge": self.effective_spec.ridge,
-            "ci_prob": self.ci_prob,
-            "ci": ci,
-            "gamma_bar": self.gamma_bar,
-            "candidates": candidates,
-            "judges": judges,
-            "win_prob": win,
-            "diagnostics": {**self.checks(), "flags": self.identification_check(ci)},
-            "notes": list(self.notes),
-        }
+        return fit_payload(self, ci, intervals)

@@ -20,7 +20,7 @@ from .design import DesignArrays
 from .params import Layout
 from .program_cache import persistent_jit, register_pytree_names
 
-__all__ = ["Covariances", "covariances", "delta_se", "target_se", "targets", "targets_batch_jit", "Targets"]
+__all__ = ["Covariances", "covariances", "covariances_jit", "delta_se", "target_se", "targets", "targets_batch_jit", "Targets"]
 
 
 class Covariances(NamedTuple):
@@ -113,6 +113,7 @@ def _target_se(theta, cov, layout: Layout) -> Targets:
 
 
 register_pytree_names(Covariances, Targets)
+covariances_jit = persistent_jit(covariances, static_argnames=("layout", "n_clusters"))
 target_se = persistent_jit(_target_se, static_argnames=("layout",))
 target_se.__doc__ = "Delta-method standard errors of every field of :func:`targets` (jitted)."
 targets_jit = persistent_jit(targets, static_argnames=("layout",))

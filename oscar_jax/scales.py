@@ -23,10 +23,12 @@ import numpy as np
 import pandas as pd
 
 from .leaderboard import ELO_SLOPE, arena_leaderboard, rank_ub
+from .intervals import percentiles
 from .links import sigmoid
 from .validate import OscarInputError
 
-__all__ = ["SCORE_SCALES", "draws_board", "fastchat_table", "rescore", "scale_label", "scaled_board"]
+__all__ = ["SCORE_SCALES", "draws_board", "fastchat_table", "on_scale", "put_on_scale", "rescore", "scale_label",
+           "scaled_board"]
 
 SCORE_SCALES = ("logit", "elo", "winrate")
 
@@ -105,8 +107,7 @@ def draws_board(x_draws, names, votes, *, scale: str = "logit", ci_prob: float =
         k = names.index(name)
         xs, x = xs - xs[:, k:k + 1], x - x[k]
         offset = 0.0 if value is None or scale == "winrate" else float(value)
-    alpha = 1.0 - ci_prob
-    lo, hi = np.quantile(xs, [alpha / 2.0, 1.0 - alpha / 2.0], axis=0)
+    lo, hi = percentiles(xs, ci_prob)
     if scale == "elo":
         base = offset if name is not None and value is not None else ELO_BASE
         f = lambda v: base + ELO_SLOPE * v  # noqa: E731
@@ -143,3 +144,47 @@ def scale_label(scale: str, baseline: str | None = None) -> str:
     """How a table title names the scale of its scores."""
     return {"logit": "score: average-judge logit", "elo": "score: Elo (1000 + 173.72·logit)",
             "winrate": f"score: win rate % vs {baseline}"}[scale]
+
+
+def on_scale(result, scale: str = "logit", anchor=None, ci_prob: float | None = None):
+    """(board, leaderboard) of a bootstrap or posterior on ``scale``, intervals from its draws of x = γ̄·s.
+
+    A :class:`~oscar_jax.resample.BootstrapResult` keeps the full-data fit as the point
+    and takes percentiles of its valid replicates (``anchor`` names the baseline of
+    ``winrate``); a :class:`~oscar_jax.bayes.BayesResult` gives the posterior mean and
+    equal-tailed interval at ``ci_prob`` (default: the result's).
+    """
+    from .bootstrap_result import BootstrapResult
+
+    if isinstance(result, BootstrapResult):
+        from .draw_sources import theta_draws
+
+        draws, _ = theta_draws(result, result.full.layout, "bootstrap")
+        if scale == "winrate":
+            name = None if anchor is None else anchor.rpartition("=")[0] or anchor
+            board = scaled_board(result.full, ci="bootstrap", scale=scale, baseline=name, draws=draws)
+        else:
+            board = scaled_board(result.full, ci="bootstrap", scale=scale, anchor=anchor, draws=draws)
+        return board, rescore(result.leaderboard(), board)
+    ci_prob = result.ci_prob if ci_prob is None else ci_prob
+    s = result.draws("s")
+    gbar = result.draws("gamma").mean(axis=-1)  # γ̄ = mean_k γ_k per draw, as in the point fit
+    x = (gbar[..., None] * s).reshape(-1, s.shape[-1])
+    votes = [result.design.counts.get("candidate_votes", {}).get(c, 0) for c in result.design.candidates]
+    board = draws_board(x, result.design.candidates, votes, scale=scale, ci_prob=ci_prob, anchor=anchor)
+    return board, rescore(result.leaderboard(ci_prob=ci_prob), board)
+
+
+def put_on_scale(candidates: list[dict], board: pd.DataFrame, raw: dict[str, str]) -> None:
+    """One scale per output: each JSON candidate's ``score``/``lo``/``hi``/``rank_ub`` from ``board``.
+
+    ``raw`` renames the candidate's own fields (the raw s and its interval) out of the way,
+    e.g. ``{"score": "s", "lo": "s_lo", "hi": "s_hi"}``.
+    """
+    rows = board.set_index("candidate")
+    for cand in candidates:
+        for old, new in raw.items():
+            cand[new] = cand.pop(old)
+        row = rows.loc[cand["name"]]
+        cand["score"], cand["lo"], cand["hi"] = float(row["score"]), float(row["lo"]), float(row["hi"])
+        cand["rank_ub"] = int(row["rank_ub"])

@@ -1,4 +1,4 @@
-"""Human-readable reports of fits (80-column text)."""
+"""Human-readable reports (80-column text) of fits, bootstraps, posteriors and held-out comparisons."""
 
 from __future__ import annotations
 
@@ -7,10 +7,12 @@ import textwrap
 import numpy as np
 import pandas as pd
 
-from .report import TABLE_WIDTH, fmt_ci, render_table, shorten, shorten_names
+from .report import TABLE_WIDTH, fill, fmt_ci, render_table, shorten, shorten_names
 from .results import FitResult
+from .scales import on_scale, scale_label
 
-__all__ = ["fit_report", "header", "leaderboard_text", "judges_text", "scored_leaderboard", "win_text"]
+__all__ = ["bayes_report", "bootstrap_report", "compare_report", "fit_report", "fmt_or", "header", "leaderboard_text", "judges_text",
+           "scored_leaderboard", "win_text"]
 
 _CI_NAME = {"sandwich": "prompt-cluster sandwich",
             "model": "model-based: assumes independent records; too narrow under prompt dependence"}
@@ -148,3 +150,135 @@ def win_text(result: FitResult, ci: str = "sandwich", max_matrix: int = 8) -> st
 
 def fit_report(result: FitResult, ci: str = "sandwich") -> str:
     return "\n\n".join([header(result, ci), leaderboard_text(result, ci), judges_text(result, ci), win_text(result, ci)])
+
+
+def fmt_or(value, spec: str, missing: str) -> str:
+    """``format(value, spec)``, or ``missing`` for None/NaN (a diagnostic one chain cannot give)."""
+    return missing if value is None or not np.isfinite(value) else format(value, spec)
+
+
+def bootstrap_report(boot, scale: str = "logit", anchor=None) -> str:
+    """``oscar bootstrap``'s text: percentile leaderboard on ``scale``, judges, rank distribution."""
+    pct = int(round(100 * boot.ci_prob))
+    lines = [header(boot.full)]
+    lines.append(fill(f"prompt bootstrap: {boot.replicates} replicates (seed {boot.seed}); point estimates are "
+                      "the full-data fit, intervals are bootstrap percentiles"))
+    lines.append(boot.batch.failure_summary())
+    clusters = boot.batch.failure_counts()["clusters"]
+    if clusters:
+        lines.append(f"({clusters} replicates have G ≤ dim θ distinct prompts: a sandwich caveat only, "
+                     "not used by percentile intervals, not excluded)")
+    board, lb = on_scale(boot, scale, anchor)
+    digits = 1 if scale in ("elo", "winrate") else 2
+    lb = lb.assign(score_ci=[fmt_ci(a, b, digits) for a, b in zip(lb.score_lo, lb.score_hi)],
+                   q_ci=[fmt_ci(a, b, 3) for a, b in zip(lb.q_field_lo, lb.q_field_hi)],
+                   rank_ci=[fmt_ci(a, b, 0) for a, b in zip(lb.rank_lo, lb.rank_hi)])
+    lines += ["", f"Leaderboard ({pct}% bootstrap percentile CI; {scale_label(scale, board.attrs.get('anchor'))}; "
+                  "q: win prob. vs the field)",
+              render_table(lb, [("rank", "rank", "d"), ("candidate", "candidate", ""),
+                                ("score", "score", ".1f" if scale in ("elo", "winrate") else ".3f"),
+                                ("score_ci", f"{pct}% CI", ""), ("q_field", "q", ".3f"), ("q_ci", f"{pct}% CI", ""),
+                                ("p_best", "P(best)", ".3f"), ("rank_ci", "rank CI", "")], name_col="candidate",
+                           secondary=("q_ci", "q_field"))]
+    jt = boot.judges()
+    jt = jt.assign(name=[("*" if r else "") + j for j, r in zip(jt.judge, jt.reference)],
+                   kappa_ci=[fmt_ci(a, b) for a, b in zip(jt.kappa_lo, jt.kappa_hi)],
+                   D_ci=[fmt_ci(a, b) for a, b in zip(jt.D_lo, jt.D_hi)],
+                   fam_ci=[fmt_ci(a, b) for a, b in zip(jt.beta_fam_lo, jt.beta_fam_hi)],
+                   len_ci=[fmt_ci(a, b) for a, b in zip(jt.beta_len_lo, jt.beta_len_hi)])
+    cols = [("name", "judge (*=ref)", ""), ("kappa", "κ", ".3f"), ("kappa_ci", "κ CI", "")]
+    if jt["D"].notna().any():
+        cols += [("D", "D", ".2f"), ("D_ci", "D CI", "")]
+    if jt["beta_len"].notna().any():
+        cols += [("beta_len", "β_len", ".2f"), ("len_ci", "CI", "")]
+    if jt["beta_fam"].notna().any():
+        cols += [("beta_fam", "β_fam", ".2f"), ("fam_ci", "CI", "")]
+    lines += ["", f"Judges ({pct}% bootstrap percentile CI; κ = γ·RMS(s), D = tanh(β_pos/2))",
+              render_table(jt, cols, name_col="name", secondary=("fam_ci", "len_ci", "D_ci"))]
+    rd = boot.rank_distribution()
+    rank_cols = [c for c in rd.columns if c.startswith("p_rank_")]
+    cols = [("candidate", "candidate", "")] + [(c, c.removeprefix("p_rank_"), ".2f") for c in rank_cols]
+    lines += ["", "Rank distribution P(rank = r) over valid replicates",
+              render_table(rd, cols + [("expected_rank", "E[rank]", ".2f")], name_col="candidate")]
+    lines += [f"note: {n}" for n in boot.batch.notes if n not in boot.full.notes]
+    return "\n".join(lines)
+
+
+def bayes_report(result, ci_prob: float, scale: str = "logit", anchor=None) -> str:
+    """``oscar bayes``'s text: sampler diagnostics, posterior leaderboard on ``scale``, judges."""
+    d = result.design
+    diag = result.diagnostics
+    pct = int(round(100 * ci_prob))
+    pe = {"candidate": " + prompt × candidate effect", "slot": " + prompt slot shift"}.get(result.prompt_effect, "")
+    lines = [
+        f"Bayesian {result.effective_spec.name}{pe} — {d.n_records:,} records · {d.n_clusters:,} prompts · "
+        f"{d.n_cand} candidates · {d.n_judge} judges",
+    ]
+    if diag.get("method") == "svi":
+        lines += [f"reference judge: {shorten(d.judges[d.reference], 40)} · SVI {diag['guide']} guide · "
+                  f"{diag['steps']} steps × {diag['batch_size']:,} of {diag['n_units']:,} cells · "
+                  f"{diag['draws']} draws · seed {result.seed}",
+                  f"ELBO: final loss {diag['final_loss']:.2f} · last-window change {diag['decrease_last_window']:.3g} "
+                  f"(noise {diag['noise_se']:.3g}) · {'plateau' if diag['plateau'] else 'NOT CONVERGED'}"]
+    else:
+        lines += [f"reference judge: {shorten(d.judges[d.reference], 40)} · NUTS {diag['chains']} chains × "
+                  f"({diag['warmup']} warm-up + {diag['draws']} draws) · seed {result.seed}",
+                  f"diagnostics: max R-hat {fmt_or(diag['max_rhat'], '.4f', 'n/a (one chain)')} · "
+                  f"min ESS {fmt_or(diag['min_ess'], '.0f', 'n/a')} · "
+                  f"divergences {diag['divergences']} · {'ok' if diag['ok'] else 'POOR'}"]
+    lines += [f"note: {n}" for n in result.notes]
+    lines += [f"warning: {m}" for m in diag["messages"]]
+    sig = result.sigma_prompt(ci_prob)
+    if sig is not None:
+        lines.append(f"prompt effect σ_u: {sig['mean']:.3f} {fmt_ci(sig['lo'], sig['hi'], 3)}")
+    board, lb = on_scale(result, scale, anchor, ci_prob)
+    digits = 1 if scale in ("elo", "winrate") else 2
+    lb = lb.assign(score_ci=[fmt_ci(lo, hi, digits) for lo, hi in zip(lb.score_lo, lb.score_hi)],
+                   q_ci=[fmt_ci(lo, hi, 3) for lo, hi in zip(lb.q_field_lo, lb.q_field_hi)])
+    lines += ["", f"Leaderboard (posterior mean; {scale_label(scale, board.attrs.get('anchor'))} with {pct}% "
+                  f"equal-tailed interval; q: win prob. vs the field, {pct}% HDI)",
+              render_table(lb, [("rank", "rank", "d"), ("candidate", "candidate", ""),
+                                ("score", "score", ".1f" if scale in ("elo", "winrate") else ".3f"),
+                                ("score_ci", f"{pct}% CI", ""), ("q_field", "q", ".3f"), ("q_ci", f"{pct}% HDI", ""),
+                                ("p_best", "P(best)", ".3f")], name_col="candidate")]
+    jt = result.judges(ci_prob=ci_prob)
+    jt = jt.assign(kappa_ci=[fmt_ci(lo, hi) for lo, hi in zip(jt.kappa_lo, jt.kappa_hi)],
+                   D_ci=[fmt_ci(lo, hi) for lo, hi in zip(jt.D_lo, jt.D_hi)],
+                   name=[("*" if r else "") + j for j, r in zip(jt.judge, jt.reference)])
+    cols = [("name", "judge (*=ref)", ""), ("n", "n", "d"), ("kappa", "κ", ".3f"), ("kappa_ci", "κ HDI", "")]
+    if jt["D"].notna().any():
+        cols += [("D", "D", ".2f"), ("D_ci", "D HDI", "")]
+    lines += ["", "Judges (κ = γ·RMS(s): sensitivity; D = tanh(β_pos/2): net first-slot preference)",
+              render_table(jt, cols, name_col="name")]
+    return "\n".join(line if "\n" in line else fill(line) for line in lines)
+
+
+def compare_report(res) -> str:
+    """``oscar compare``'s text: held-out log loss per model and the paired-bootstrap differences."""
+    lines = [fill(f"Held-out log loss — {res.n_records:,} records · {res.n_prompts:,} prompts · {res.folds} folds "
+                  f"by prompt cluster (seed {res.seed}; identical folds for every model; lower is better)")]
+    table = res.table()
+    table = table.assign(shown=[("not estimable" if not res.estimable[m] else f"{v:.4f}")
+                                for m, v in zip(table.model, table.log_loss)])
+    lines.append(render_table(table, [("model", "model", ""), ("shown", "log loss", ""),
+                                      ("fitted", "fitted as", ""), ("status", "status", "")]))
+    for m in res.models:
+        for n in res.notes[m]:
+            lines.append(fill(f"note ({m}): {n}"))
+    if res.differences is not None:
+        pct = int(round(100 * res.ci_prob))
+        d = res.differences.copy()
+        d["pair"] = [f"{a} − {b}" for a, b in zip(d.a, d.b)]
+        d["ci"] = [fmt_ci(lo, hi, 4) for lo, hi in zip(d.lo, d.hi)]
+        d["star"] = ["*" if x else "" for x in d.excludes_zero]
+        d["ok"] = [f"{v}/{r}" for v, r in zip(d.valid, d.replicates)]
+        lines += ["", fill(f"Paired refit bootstrap (E.3): {res.paired_bootstrap} replicates, prompts resampled "
+                           f"within each fold; {pct}% percentile CI; positive favours the second model; "
+                           "* = CI excludes 0"),
+                  render_table(d, [("pair", "difference", ""), ("estimate", "estimate", ".4f"), ("ci", f"{pct}% CI", ""),
+                                   ("star", "", ""), ("ok", "valid", "")])]
+        for m, n in res.bootstrap_failed.items():
+            if n:
+                lines.append(fill(f"note ({m}): {n} bootstrap refits failed a B.3 check; their replicates are "
+                                  "excluded"))
+    return "\n".join(lines)

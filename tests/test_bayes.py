@@ -422,7 +422,7 @@ def test_one_chain_reports_rhat_as_not_available(sim_design, tmp_path, capsys):
         warnings.simplefilter("ignore", BayesWarning)
         post = fit_bayes(sim_design, "j", chains=1, warmup=20, draws=10, seed=3)
     assert post.diagnostics["max_rhat"] is None and post.diagnostics["min_ess"] is not None
-    from oscar_jax.commands.bayes import _fmt_or
+    from oscar_jax.summaries import fmt_or as _fmt_or
 
     assert _fmt_or(post.diagnostics["max_rhat"], ".4f", "n/a (one chain)") == "n/a (one chain)"
 

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
-import types
 from pathlib import Path
 
 import numpy as np
@@ -80,29 +78,30 @@ def test_bad_input_exits_2_with_message(capsys):
     assert code == 2 and "arena-hard files only" in err
 
 
-@pytest.mark.parametrize("kind, module", [("bootstrap", "oscar_jax.resample"), ("bayes", "oscar_jax.bayes")])
-def test_unavailable_interval_source(capsys, monkeypatch, kind, module):
-    monkeypatch.setitem(sys.modules, module, None)  # as if the module were not installed
-    code, _, err = run(capsys, BATTLES, "--ci", kind)
-    assert code == 2 and f"--ci {kind}: the interval source is unavailable" in err
+@pytest.mark.parametrize("kind", ["bootstrap", "bayes"])
+def test_draw_source_options_are_checked_before_fitting(capsys, kind):
+    code, _, err = run(capsys, BATTLES, "--ci", kind, "--replicates", "1")
+    assert code == 2 and "replicates" in err
 
 
-def test_bootstrap_intervals_from_provider(capsys, monkeypatch):
-    """With a provider present, intervals come from its draws; points stay the full fit."""
+def test_bootstrap_intervals_from_the_bootstrap(capsys, monkeypatch):
+    """--ci bootstrap: intervals come from the replicates that passed; points stay the full fit."""
+    import dataclasses
+
+    import oscar_jax.resample
+
     calls = {}
+    real = oscar_jax.resample.bootstrap
 
-    def bootstrap(design, model, replicates, seed):
+    def bootstrap(design, model, replicates, seed, **kw):
         calls.update(replicates=replicates, seed=seed, model=model.name)
-        from oscar_jax import fit
-
-        theta = fit(design, model).theta
-        rng = np.random.default_rng(seed)
-        draws = theta + 0.05 * rng.standard_normal((replicates, theta.size))
-        ok = np.ones(replicates, bool)
+        boot = real(design, model, replicates, seed, **kw)
+        ok = np.asarray(boot.batch.core.point_ok, bool).copy()
         ok[0] = False  # one failed replicate: left out and counted
-        return types.SimpleNamespace(theta=draws, ok=ok)
+        core = boot.batch.core._replace(point_ok=ok)
+        return dataclasses.replace(boot, batch=dataclasses.replace(boot.batch, core=core))
 
-    monkeypatch.setitem(sys.modules, "oscar_jax.resample", types.SimpleNamespace(bootstrap=bootstrap))
+    monkeypatch.setattr(oscar_jax.resample, "bootstrap", bootstrap)
     code, out, _ = run(capsys, BATTLES, "--model", "j+p", "--ci", "bootstrap", "--replicates", "50",
                        "--seed", "3", "--scale", "elo", "--format", "json")
     assert code == 0

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import sys
 from pathlib import Path
 
 import jax
@@ -18,12 +17,12 @@ from oscar_jax.leaderboard import (
     arena_leaderboard,
     arena_text,
     fmt_pm,
-    interval_source,
     judge_intervals,
     parse_anchor,
     rank_ub,
     score_function,
 )
+from oscar_jax.draw_sources import interval_source, theta_draws
 from oscar_jax.validate import OscarInputError
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -148,11 +147,13 @@ def test_draw_intervals_are_percentiles_around_the_full_data_fit(result):
         arena_leaderboard(result, ci="bootstrap")
 
 
-def test_missing_interval_source_is_a_clear_error(monkeypatch):
-    # None in sys.modules makes the import fail as if the module were not installed.
-    monkeypatch.setitem(sys.modules, "oscar_jax.resample", None)
-    with pytest.raises(OscarInputError, match=r"--ci bootstrap: the interval source is unavailable"):
-        interval_source("bootstrap")
+def test_interval_sources_are_the_library_functions():
+    import oscar_jax.bayes
+
+    assert interval_source("bootstrap") is oj.bootstrap
+    assert interval_source("bayes") is oscar_jax.bayes.fit_bayes
+    with pytest.raises(OscarInputError, match=r"Requested ci 'sandwich' but it must be one of"):
+        interval_source("sandwich")
 
 
 def test_judge_intervals_are_wald_on_the_coefficients(result):
@@ -162,25 +163,17 @@ def test_judge_intervals_are_wald_on_the_coefficients(result):
     assert table.beta_len_lo.isna().all()  # no lengths in the data: J+P has no length term
 
 
-def test_draws_from_provider_results(result):
-    """θ draws are read from bootstrap (batch.theta / valid) and posterior (free coords) results."""
-    import types
+def test_draws_from_a_bootstrap_leave_out_failed_replicates(result):
+    """θ draws of a BootstrapResult are its replicates that passed B.3; failures are counted."""
+    import dataclasses
 
-    import xarray as xr
-
-    from oscar_jax.leaderboard import theta_draws
-
-    theta = np.tile(result.theta, (6, 1))
-    valid = np.array([True, True, False, True, True, True])
-    boot = types.SimpleNamespace(batch=types.SimpleNamespace(theta=theta, valid=valid))
+    boot = oj.bootstrap(result.design, result.spec, replicates=6, seed=0, full=result)
+    core = boot.batch.core
+    point_ok = np.asarray(core.point_ok, bool).copy()
+    point_ok[2] = False
+    boot = dataclasses.replace(boot, batch=dataclasses.replace(boot.batch, core=core._replace(point_ok=point_ok)))
     draws, failed = theta_draws(boot, result.layout, "bootstrap")
-    assert draws.shape == (5, result.layout.n_theta) and failed == 1
-    mask = np.ones(result.layout.n_theta)
-    mask[-1] = 0.0  # a coordinate B.2 held at zero is not sampled
-    free = np.broadcast_to(result.theta[:-1], (2, 3, result.layout.n_theta - 1))
-    post = types.SimpleNamespace(idata=types.SimpleNamespace(
-        posterior=xr.Dataset({"theta": (("chain", "draw", "parameter"), free)})), mask=mask)
-    draws, failed = theta_draws(post, result.layout, "bayes")
-    assert draws.shape == (6, result.layout.n_theta) and failed == 0
-    assert np.all(draws[:, -1] == 0.0)
-    np.testing.assert_array_equal(draws[:, :-1], free.reshape(6, -1))
+    assert draws.shape == (int(point_ok.sum()), result.layout.n_theta) and failed == 6 - int(point_ok.sum())
+    np.testing.assert_array_equal(draws, np.asarray(core.theta)[point_ok])
+    with pytest.raises(TypeError, match="BootstrapResult or a BayesResult"):
+        theta_draws(np.zeros((3, result.layout.n_theta)), result.layout, "bootstrap")

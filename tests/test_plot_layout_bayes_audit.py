@@ -20,7 +20,8 @@ def _bayes_stub(n):
     lb = pd.DataFrame({"candidate": names(n), "q_field": q, "q_field_lo": q - 0.05, "q_field_hi": q + 0.05})
     jt = pd.DataFrame({"judge": names(n, "judge"), "kappa": kappa, "kappa_lo": kappa * 0.8, "kappa_hi": kappa * 1.2,
                        "reference": np.arange(n) == 0})
-    return types.SimpleNamespace(leaderboard=lambda prob: lb, judges=lambda prob: jt, _ci=lambda p: 0.95,
+    return types.SimpleNamespace(leaderboard=lambda ci=None, ci_prob=None: lb, judges=lambda ci=None, ci_prob=None: jt,
+                                 interval_level=lambda ci=None, ci_prob=None: 0.95,
                                  prompt_effect="candidate", effective_spec=types.SimpleNamespace(name="OSCAR"))
 
 

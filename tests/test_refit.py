@@ -20,9 +20,9 @@ from oscar_jax import cli
 from oscar_jax.derivatives import cell_probabilities
 from oscar_jax.design import build_design
 from oscar_jax.fit import as_design
-from oscar_jax.heldout import compare
 from oscar_jax.attenuation import attenuation_refit, fixed_score_refit
-from oscar_jax.report import to_json
+from oscar_jax.heldout import compare
+from oscar_jax.jsonable import to_json
 from oscar_jax.resample import fit_batch, fold_masks, prompt_folds
 from oscar_jax.simulate import TABLE_G1, simulate_frame
 from oscar_jax.spec import ModelSpec

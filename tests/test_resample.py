@@ -20,8 +20,8 @@ from oscar_jax import cli, fit
 from oscar_jax.core import fit_core_jit
 from oscar_jax.selection import column_mask
 from oscar_jax.design import build_design, cell_stats_from_cluster_weights
-from oscar_jax.report import to_json
 from oscar_jax.batch_fit import fit_batch
+from oscar_jax.jsonable import to_json
 from oscar_jax.resample import BootstrapResult, bootstrap
 from oscar_jax.weights import bootstrap_indices, bootstrap_weights, fold_masks, prompt_folds, within_fold_weights
 from oscar_jax.simulate import TABLE_G1, simulate_frame

@@ -26,7 +26,8 @@ from ._model import (
     theta_from_unconstrained,
     unconstrained_from_theta,
 )
-from ._result import BayesResult, BayesWarning, compute_diagnostics
+from ._diagnostics import compute_diagnostics
+from ._result import BayesResult, BayesWarning
 from ._svi import SviSettings, VariationalWarning
 from ._sampler import (Draws, NutsSettings, marginal_win_prob, posterior_targets, sample_posterior,
                        sample_many, sample_posterior_jit, targets_of_draws)

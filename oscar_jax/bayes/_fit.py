@@ -16,8 +16,9 @@ from ..problem import prepare
 from ..spec import ModelSpec
 from ..validate import OscarInputError, check_ci_prob
 from ._datatree import to_datatree
+from ._diagnostics import compute_diagnostics
 from ._model import Priors, effect_kind, model_data
-from ._result import BayesResult, compute_diagnostics
+from ._result import BayesResult
 from ._sampler import NutsSettings, progress_reporter, sample_posterior_jit
 from ._svi import fit_bayes_svi
 

@@ -98,8 +98,8 @@ def _figure(height: float):
 
 def plot_forest(result, path, ci_prob: float | None = None) -> Path:
     """Forest plot of q against the field (posterior mean and HDI) for every candidate."""
-    prob = result.resolve_ci(ci_prob)
-    lb = result.leaderboard(prob).iloc[::-1]
+    prob = result.interval_level(ci_prob=ci_prob)
+    lb = result.leaderboard(ci_prob=prob).iloc[::-1]
     fig = _figure(1.2 + 0.32 * len(lb))
     ax = fig.add_subplot()
     y = np.arange(len(lb))
@@ -120,8 +120,8 @@ def plot_forest(result, path, ci_prob: float | None = None) -> Path:
 
 def plot_judges(result, path, ci_prob: float | None = None) -> Path:
     """Judge sensitivities κ_k with HDIs; the reference judge in a second colour and marker."""
-    prob = result.resolve_ci(ci_prob)
-    jt = result.judges(prob).sort_values("kappa", kind="mergesort")
+    prob = result.interval_level(ci_prob=ci_prob)
+    jt = result.judges(ci_prob=prob).sort_values("kappa", kind="mergesort")
     fig = _figure(1.2 + 0.3 * len(jt))
     ax = fig.add_subplot()
     y = np.arange(len(jt))
@@ -148,9 +148,9 @@ def save_result(result, out_dir, *, ci_prob: float, plots: bool = True) -> list[
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     tables = {
-        "leaderboard": result.leaderboard(ci_prob),
-        "judges": result.judges(ci_prob),
-        "win_prob": result.win_matrix(ci_prob),
+        "leaderboard": result.leaderboard(ci_prob=ci_prob),
+        "judges": result.judges(ci_prob=ci_prob),
+        "win_prob": result.win_matrix(ci_prob=ci_prob),
         "rank_probabilities": result.rank_probabilities().reset_index(),
         "judge_comparisons": result.judge_comparisons(),
         "summary": result.summary(ci_prob=ci_prob).reset_index().rename(columns={"index": "variable"}),

@@ -13,93 +13,18 @@ import xarray as xr
 from arviz_stats.base import array_stats
 
 from ..design import Design
+from ..intervals import draw_ranks, interval_request, rank_probabilities
+from ..jsonable import finite_or_none as num, records
 from ..params import Layout
 from ..spec import ModelSpec
-from ..convergence import RHAT_MAX, rhat_message
-from ..validate import check_ci_prob
 from ._model import Priors
 from ._sampler import NutsSettings
 
-__all__ = ["BayesResult", "BayesWarning", "compute_diagnostics", "RHAT_MAX", "ESS_PER_CHAIN_MIN", "BFMI_MIN"]
-
-# Thresholds of Vehtari et al. (2021, "Rank-normalization, folding, and localization"):
-# rank-normalized split R-hat below 1.01 and bulk/tail ESS of at least 100 per chain;
-# E-BFMI below 0.3 signals that the momentum resampling explores the energy poorly.
-ESS_PER_CHAIN_MIN = 100
-BFMI_MIN = 0.3
-TAIL_PROB = (0.05, 0.95)  # quantiles of the tail ESS (ArviZ's default)
-
-SAMPLED = ("theta", "sigma_prompt", "z_prompt")
+__all__ = ["BayesResult", "BayesWarning"]
 
 
 class BayesWarning(UserWarning):
     """NUTS finished but a convergence diagnostic (R-hat, ESS, divergences, E-BFMI) is poor."""
-
-
-def compute_diagnostics(idata: xr.DataTree, settings: NutsSettings) -> dict:
-    """R-hat, ESS, divergences and E-BFMI over the *sampled* parameters.
-
-    Derived quantities (s, q, κ, …) are functions of the sampled θ (and σ_u); fixed
-    entries such as γ of the reference judge are constants, for which R-hat is undefined,
-    so the diagnostics are taken over ``theta``, ``sigma_prompt`` and ``z_prompt``.
-    """
-    names = [n for n in SAMPLED if n in idata.posterior.data_vars]
-    rhat = arviz_stats.rhat(idata, var_names=names)
-    ess_bulk = arviz_stats.ess(idata, var_names=names, method="bulk")
-    ess_tail = arviz_stats.ess(idata, var_names=names, method="tail", prob=TAIL_PROB)
-
-    def extreme(ds, fn):
-        best_val, best_name = None, None
-        for name in names:
-            da = ds[name]
-            vals = np.atleast_1d(da.values)
-            # R-hat is undefined (NaN) with one chain: nothing to rank.
-            if vals.size == 0 or not np.any(np.isfinite(vals)):
-                continue
-            i = int(fn(vals))
-            label = name
-            if da.ndim:
-                dim = da.dims[0]
-                label = f"{name}[{da[dim].values[i]}]"
-            v = float(vals[i])
-            if best_val is None or (fn is np.nanargmax and v > best_val) or (fn is np.nanargmin and v < best_val):
-                best_val, best_name = v, label
-        return best_val, best_name
-
-    max_rhat, worst_rhat = extreme(rhat, np.nanargmax)
-    min_bulk, worst_bulk = extreme(ess_bulk, np.nanargmin)
-    min_tail, worst_tail = extreme(ess_tail, np.nanargmin)
-    stats = idata.sample_stats
-    divergences = int(stats["diverging"].values.sum())
-    depth_hits = int((stats["tree_depth"].values >= settings.max_tree_depth).sum())
-    bfmi = arviz_stats.bfmi(idata)
-    bfmi = np.asarray(bfmi["energy"].values if isinstance(bfmi, (xr.Dataset, xr.DataTree)) else bfmi).ravel()
-    n_total = settings.chains * settings.draws
-    ess_min_required = ESS_PER_CHAIN_MIN * settings.chains
-    messages = []
-    if settings.chains > 1 and max_rhat is not None and not max_rhat < RHAT_MAX:
-        messages.append(rhat_message(max_rhat, worst_rhat))
-    min_ess = min((v for v in (min_bulk, min_tail) if v is not None), default=None)
-    if min_ess is not None and min_ess < ess_min_required:
-        which = worst_bulk if (min_bulk is not None and min_bulk <= (min_tail or np.inf)) else worst_tail
-        messages.append(f"effective sample size {min_ess:.0f} < {ess_min_required} ({ESS_PER_CHAIN_MIN} per chain; {which}): "
-                        "intervals are Monte Carlo-noisy; run more draws")
-    if divergences:
-        messages.append(f"{divergences} divergent transition(s) of {n_total}: the posterior may be biased; "
-                        "raise target_accept (e.g. 0.99) or check for near-separated data")
-    if bfmi.size and np.nanmin(bfmi) < BFMI_MIN:
-        messages.append(f"E-BFMI {np.nanmin(bfmi):.2f} < {BFMI_MIN}: the energy is poorly explored")
-    return {
-        "max_rhat": max_rhat, "worst_rhat": worst_rhat,
-        "min_ess": min_ess, "min_ess_bulk": min_bulk, "worst_ess_bulk": worst_bulk,
-        "min_ess_tail": min_tail, "worst_ess_tail": worst_tail,
-        "divergences": divergences, "tree_depth_hits": depth_hits,
-        "min_bfmi": float(np.nanmin(bfmi)) if bfmi.size else None,
-        "chains": settings.chains, "warmup": settings.warmup, "draws": settings.draws,
-        "mean_step_size": float(np.mean(stats["step_size"].values)),
-        "mean_leapfrog_steps": float(np.mean(stats["n_steps"].values)),
-        "ok": not messages, "messages": messages,
-    }
 
 
 def _kept_terms(layout: Layout, mask: np.ndarray) -> dict:
@@ -182,12 +107,9 @@ class BayesResult:
         x = self.draws(name)
         return x.reshape((-1,) + x.shape[2:])
 
-    def _ci(self, ci_prob):
-        return self.ci_prob if ci_prob is None else check_ci_prob(ci_prob)
-
-    def resolve_ci(self, ci_prob: float | None = None) -> float:
-        """The interval level a table uses: ``ci_prob`` (checked), or the result's own when None."""
-        return self._ci(ci_prob)
+    def interval_level(self, ci=None, ci_prob: float | None = None) -> float:
+        """The HDI level a table uses: ``ci_prob`` (or a number given as ``ci``), else the result's."""
+        return interval_request(ci, ci_prob, kinds=("hdi",), default_prob=self.ci_prob)[1]
 
     def _hdi(self, x: np.ndarray, prob: float) -> np.ndarray:
         """(…, 2) highest-density interval over the (chain, draw) axes."""
@@ -232,12 +154,7 @@ class BayesResult:
     @cached_property
     def _ranks(self) -> np.ndarray:
         """(n_draws, C) rank of each candidate in each draw (1 = best)."""
-        s = self._flat("s")
-        order = np.argsort(-s, axis=1, kind="stable")
-        ranks = np.empty_like(order)
-        rows = np.arange(s.shape[0])[:, None]
-        ranks[rows, order] = np.arange(1, s.shape[1] + 1)[None, :]
-        return ranks
+        return draw_ranks(self._flat("s"))
 
     @property
     def p_best(self) -> pd.Series:
@@ -247,15 +164,15 @@ class BayesResult:
     def rank_probabilities(self) -> pd.DataFrame:
         """Posterior rank distribution: rows candidates (by posterior mean score), columns ranks 1..C."""
         c = self.design.n_cand
-        probs = np.stack([(self._ranks == r).mean(axis=0) for r in range(1, c + 1)], axis=1)
+        probs = rank_probabilities(self._ranks)
         frame = pd.DataFrame(probs, index=list(self.design.candidates), columns=list(range(1, c + 1)))
         frame.index.name = "candidate"
         return frame.iloc[np.argsort(-self.scores, kind="mergesort")]
 
     # ------------------------------------------------------------------ tables
-    def leaderboard(self, ci_prob: float | None = None) -> pd.DataFrame:
+    def leaderboard(self, ci: str | float | None = None, *, ci_prob: float | None = None) -> pd.DataFrame:
         """Candidates by posterior mean score, with HDIs, q against the field and P(best)."""
-        prob = self._ci(ci_prob)
+        prob = self.interval_level(ci, ci_prob)
         s, qf = self.draws("s"), self.draws("q_field")
         s_hdi, q_hdi = self._hdi(s, prob), self._hdi(qf, prob)
         names = self.design.candidates
@@ -276,9 +193,9 @@ class BayesResult:
         frame.insert(0, "rank", np.arange(1, len(frame) + 1))
         return frame
 
-    def judges(self, ci_prob: float | None = None) -> pd.DataFrame:
+    def judges(self, ci: str | float | None = None, *, ci_prob: float | None = None) -> pd.DataFrame:
         """Per judge: γ, κ, D with posterior sd and HDI; β_len, β_fam (and τ) means; kept columns."""
-        prob = self._ci(ci_prob)
+        prob = self.interval_level(ci, ci_prob)
         k = self.design.n_judge
         ref = self.design.reference
         gamma, kappa = self.draws("gamma"), self.draws("kappa")
@@ -318,9 +235,9 @@ class BayesResult:
         rows["columns"] = [",".join(t for t in ("pos", "len", "fam", "cov") if kept[t][i]) or "-" for i in range(k)]
         return pd.DataFrame(rows)
 
-    def win_matrix(self, ci_prob: float | None = None) -> pd.DataFrame:
+    def win_matrix(self, ci: str | float | None = None, *, ci_prob: float | None = None) -> pd.DataFrame:
         """q_ij for every ordered pair: posterior mean, sd, HDI and P(s_a > s_b)."""
-        prob = self._ci(ci_prob)
+        prob = self.interval_level(ci, ci_prob)
         c = self.design.n_cand
         names = self.design.candidates
         q = self.draws("q")                       # (chains, draws, pairs i<j)
@@ -359,7 +276,7 @@ class BayesResult:
         Default variables: the sampled ``theta`` (and σ_u), ``s``, ``q``, ``q_field`` and
         ``kappa`` (none of which holds constants, whose R-hat is undefined).
         """
-        prob = self._ci(ci_prob)
+        prob = self.interval_level(ci_prob=ci_prob)
         if var_names is None:
             var_names = [n for n in ("theta", "sigma_prompt", "s", "q", "q_field", "kappa") if n in self.idata.posterior]
         return arviz_stats.summary(self.idata, var_names=list(var_names), ci_prob=prob, ci_kind="hdi", round_to="none")
@@ -397,17 +314,13 @@ class BayesResult:
         if not self.prompt_effect:
             return None
         x = self.draws("sigma_prompt")
-        lo, hi = self._hdi(x[..., None], self._ci(ci_prob))[0]
+        lo, hi = self._hdi(x[..., None], self.interval_level(ci_prob=ci_prob))[0]
         return {"mean": float(x.mean()), "sd": float(x.std()), "lo": float(lo), "hi": float(hi)}
 
     def to_dict(self, ci_prob: float | None = None) -> dict:
         """JSON-ready summary: candidates, judges, win probabilities, judge comparisons, diagnostics."""
-        prob = self._ci(ci_prob)
-        lb, jt = self.leaderboard(prob), self.judges(prob)
-
-        def num(x):
-            x = float(x)
-            return x if np.isfinite(x) else None
+        prob = self.interval_level(ci_prob=ci_prob)
+        lb, jt = self.leaderboard(ci_prob=prob), self.judges(ci_prob=prob)
 
         candidates = [{"name": r.candidate, "rank": int(r.rank), "mean": num(r.score), "sd": num(r.score_sd),
                        "lo": num(r.score_lo), "hi": num(r.score_hi), "q_field": num(r.q_field),
@@ -419,7 +332,7 @@ class BayesResult:
                    "gamma_hi": num(r.gamma_hi), "D_mean": num(r.D), "D_lo": num(r.D_lo), "D_hi": num(r.D_hi),
                    "beta_len_mean": num(r.beta_len), "beta_fam_mean": num(r.beta_fam), "columns": r.columns}
                   for r in jt.itertuples()]
-        wm = self.win_matrix(prob)
+        wm = self.win_matrix(ci_prob=prob)
         jc = self.judge_comparisons()
         rp = self.rank_probabilities()
         return {
@@ -438,8 +351,7 @@ class BayesResult:
             "sigma_prompt": self.sigma_prompt(prob),
             "candidates": candidates,
             "judges": judges,
-            "win_prob": [{k: (num(v) if isinstance(v, float) else v) for k, v in row.items()}
-                         for row in wm.to_dict(orient="records")],
+            "win_prob": records(wm),
             "judge_comparisons": [{"judge_a": a, "judge_b": b, "p_kappa_greater": num(p)}
                                   for a, b, p in zip(jc.judge_a, jc.judge_b, jc.p_kappa_greater)],
             "rank_probabilities": {c: [num(x) for x in row] for c, row in zip(rp.index, rp.to_numpy())},
@@ -457,4 +369,4 @@ class BayesResult:
         """Write the DataTree, summary CSVs, result.json and (optionally) PNG plots under ``out_dir``."""
         from ._io import save_result
 
-        return save_result(self, out_dir, ci_prob=self._ci(ci_prob), plots=plots)
+        return save_result(self, out_dir, ci_prob=self.interval_level(ci_prob=ci_prob), plots=plots)

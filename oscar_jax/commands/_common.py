@@ -7,8 +7,8 @@ import sys
 from pathlib import Path
 
 from ..data import SCHEMAS
-from ..report import to_json
 from ..filters import parse_filter, select_records
+from ..jsonable import to_json
 from ..validate import OscarInputError
 
 MODELS_HELP = "j, j+p, j+l, j+f, bt+plf, davidson+plf, oscar (or e.g. j+p+l, oscar+c)"

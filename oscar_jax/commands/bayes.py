@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import numpy as np
-
-from ..report import fill, fmt_ci, render_table, shorten
+from ..scales import on_scale, put_on_scale
+from ..summaries import bayes_report
 from ._common import MODELS_HELP, add_data_arguments, design_from_args, emit, emit_json
 
 NAME = "bayes"
@@ -19,10 +18,6 @@ DESCRIPTION = (
     "too narrow under prompt dependence). Prints posterior means with highest-density intervals, "
     "P(best), the judge table and R-hat / ESS / divergence diagnostics (with a warning when poor)."
 )
-
-
-def _fmt_or(value, spec: str, missing: str) -> str:
-    return missing if value is None or not np.isfinite(value) else format(value, spec)
 
 
 def add_arguments(parser):
@@ -63,68 +58,6 @@ def add_arguments(parser):
                      help="likelihood cells per SVI step (default: all up to 50,000, else 20,000)")
 
 
-def scaled(result, ci_prob: float, scale: str = "logit", anchor=None):
-    """(board, leaderboard) on ``scale``: posterior mean and equal-tailed interval of x = γ̄·s."""
-    from ..scales import draws_board, rescore
-
-    s = result.draws("s")
-    gbar = result.draws("gamma").mean(axis=-1)  # γ̄ = mean_k γ_k per draw, as in the point fit
-    x = (gbar[..., None] * s).reshape(-1, s.shape[-1])
-    votes = [result.design.counts.get("candidate_votes", {}).get(c, 0) for c in result.design.candidates]
-    board = draws_board(x, result.design.candidates, votes, scale=scale, ci_prob=ci_prob, anchor=anchor)
-    return board, rescore(result.leaderboard(ci_prob), board)
-
-
-def _text(result, ci_prob: float, scale: str = "logit", anchor=None) -> str:
-    d = result.design
-    diag = result.diagnostics
-    pct = int(round(100 * ci_prob))
-    pe = {"candidate": " + prompt × candidate effect", "slot": " + prompt slot shift"}.get(result.prompt_effect, "")
-    lines = [
-        f"Bayesian {result.effective_spec.name}{pe} — {d.n_records:,} records · {d.n_clusters:,} prompts · "
-        f"{d.n_cand} candidates · {d.n_judge} judges",
-    ]
-    if diag.get("method") == "svi":
-        lines += [f"reference judge: {shorten(d.judges[d.reference], 40)} · SVI {diag['guide']} guide · "
-                  f"{diag['steps']} steps × {diag['batch_size']:,} of {diag['n_units']:,} cells · "
-                  f"{diag['draws']} draws · seed {result.seed}",
-                  f"ELBO: final loss {diag['final_loss']:.2f} · last-window change {diag['decrease_last_window']:.3g} "
-                  f"(noise {diag['noise_se']:.3g}) · {'plateau' if diag['plateau'] else 'NOT CONVERGED'}"]
-    else:
-        lines += [f"reference judge: {shorten(d.judges[d.reference], 40)} · NUTS {diag['chains']} chains × "
-                  f"({diag['warmup']} warm-up + {diag['draws']} draws) · seed {result.seed}",
-                  f"diagnostics: max R-hat {_fmt_or(diag['max_rhat'], '.4f', 'n/a (one chain)')} · "
-                  f"min ESS {_fmt_or(diag['min_ess'], '.0f', 'n/a')} · "
-                  f"divergences {diag['divergences']} · {'ok' if diag['ok'] else 'POOR'}"]
-    lines += [f"note: {n}" for n in result.notes]
-    lines += [f"warning: {m}" for m in diag["messages"]]
-    sig = result.sigma_prompt(ci_prob)
-    if sig is not None:
-        lines.append(f"prompt effect σ_u: {sig['mean']:.3f} {fmt_ci(sig['lo'], sig['hi'], 3)}")
-    from ..scales import scale_label
-
-    board, lb = scaled(result, ci_prob, scale, anchor)
-    digits = 1 if scale in ("elo", "winrate") else 2
-    lb = lb.assign(score_ci=[fmt_ci(lo, hi, digits) for lo, hi in zip(lb.score_lo, lb.score_hi)],
-                   q_ci=[fmt_ci(lo, hi, 3) for lo, hi in zip(lb.q_field_lo, lb.q_field_hi)])
-    lines += ["", f"Leaderboard (posterior mean; {scale_label(scale, board.attrs.get('anchor'))} with {pct}% "
-                  f"equal-tailed interval; q: win prob. vs the field, {pct}% HDI)",
-              render_table(lb, [("rank", "rank", "d"), ("candidate", "candidate", ""),
-                                ("score", "score", ".1f" if scale in ("elo", "winrate") else ".3f"),
-                                ("score_ci", f"{pct}% CI", ""), ("q_field", "q", ".3f"), ("q_ci", f"{pct}% HDI", ""),
-                                ("p_best", "P(best)", ".3f")], name_col="candidate")]
-    jt = result.judges(ci_prob)
-    jt = jt.assign(kappa_ci=[fmt_ci(lo, hi) for lo, hi in zip(jt.kappa_lo, jt.kappa_hi)],
-                   D_ci=[fmt_ci(lo, hi) for lo, hi in zip(jt.D_lo, jt.D_hi)],
-                   name=[("*" if r else "") + j for j, r in zip(jt.judge, jt.reference)])
-    cols = [("name", "judge (*=ref)", ""), ("n", "n", "d"), ("kappa", "κ", ".3f"), ("kappa_ci", "κ HDI", "")]
-    if jt["D"].notna().any():
-        cols += [("D", "D", ".2f"), ("D_ci", "D HDI", "")]
-    lines += ["", "Judges (κ = γ·RMS(s): sensitivity; D = tanh(β_pos/2): net first-slot preference)",
-              render_table(jt, cols, name_col="name")]
-    return "\n".join(line if "\n" in line else fill(line) for line in lines)
-
-
 def _svi_settings(args):
     if args.method != "svi":
         return None
@@ -146,17 +79,11 @@ def run(args) -> int:
         result.save(args.out, ci_prob=args.ci_prob, plots=not args.no_plots)
     if args.format == "json":
         payload = result.to_dict(args.ci_prob)
-        board, _ = scaled(result, args.ci_prob, args.scale, args.anchor)
-        rows = board.set_index("candidate")
-        for cand in payload["candidates"]:  # one scale per output: score on --scale; raw s as s_*
-            cand["s_mean"], cand["s_sd"], cand["s_lo"], cand["s_hi"] = (cand.pop("mean"), cand.pop("sd"),
-                                                                        cand.pop("lo"), cand.pop("hi"))
-            row = rows.loc[cand["name"]]
-            cand["score"], cand["lo"], cand["hi"] = float(row["score"]), float(row["lo"]), float(row["hi"])
-            cand["rank_ub"] = int(row["rank_ub"])
+        board, _ = on_scale(result, args.scale, args.anchor, args.ci_prob)
+        put_on_scale(payload["candidates"], board, {"mean": "s_mean", "sd": "s_sd", "lo": "s_lo", "hi": "s_hi"})
         payload["scale"] = {"scale": args.scale, "anchor": board.attrs.get("anchor"),
                             "score": "posterior mean and equal-tailed interval on the chosen scale (oscar_jax.scales)"}
         emit_json(payload)
     else:
-        emit(_text(result, args.ci_prob, args.scale, args.anchor))
+        emit(bayes_report(result, args.ci_prob, args.scale, args.anchor))
     return 0

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from ..heldout import DEFAULT_MODELS, compare
-from ..report import fill, fmt_ci, render_table, write_tables
+from ..report import write_tables
+from ..summaries import compare_report
 from ._common import MODELS_HELP, add_data_arguments, add_output_arguments, design_from_args, emit, emit_json
 
 NAME = "compare"
@@ -32,36 +33,6 @@ def add_arguments(parser):
     parser.add_argument("--ci-prob", type=float, default=0.95, help="interval level (default 0.95)")
     parser.add_argument("--chunk-size", type=int, default=None, help="refits per compiled call (default automatic)")
     add_output_arguments(parser)
-
-
-def compare_report(res) -> str:
-    lines = [fill(f"Held-out log loss — {res.n_records:,} records · {res.n_prompts:,} prompts · {res.folds} folds "
-                  f"by prompt cluster (seed {res.seed}; identical folds for every model; lower is better)")]
-    table = res.table()
-    table = table.assign(shown=[("not estimable" if not res.estimable[m] else f"{v:.4f}")
-                                for m, v in zip(table.model, table.log_loss)])
-    lines.append(render_table(table, [("model", "model", ""), ("shown", "log loss", ""),
-                                      ("fitted", "fitted as", ""), ("status", "status", "")]))
-    for m in res.models:
-        for n in res.notes[m]:
-            lines.append(fill(f"note ({m}): {n}"))
-    if res.differences is not None:
-        pct = int(round(100 * res.ci_prob))
-        d = res.differences.copy()
-        d["pair"] = [f"{a} − {b}" for a, b in zip(d.a, d.b)]
-        d["ci"] = [fmt_ci(lo, hi, 4) for lo, hi in zip(d.lo, d.hi)]
-        d["star"] = ["*" if x else "" for x in d.excludes_zero]
-        d["ok"] = [f"{v}/{r}" for v, r in zip(d.valid, d.replicates)]
-        lines += ["", fill(f"Paired refit bootstrap (E.3): {res.paired_bootstrap} replicates, prompts resampled "
-                           f"within each fold; {pct}% percentile CI; positive favours the second model; "
-                           "* = CI excludes 0"),
-                  render_table(d, [("pair", "difference", ""), ("estimate", "estimate", ".4f"), ("ci", f"{pct}% CI", ""),
-                                   ("star", "", ""), ("ok", "valid", "")])]
-        for m, n in res.bootstrap_failed.items():
-            if n:
-                lines.append(fill(f"note ({m}): {n} bootstrap refits failed a B.3 check; their replicates are "
-                                  "excluded"))
-    return "\n".join(lines)
 
 
 def run(args) -> int:

@@ -4,18 +4,10 @@ from __future__ import annotations
 
 import sys
 
+from ..draw_sources import draw_intervals, interval_draws
 from ..fit import fit
-from ..leaderboard import (
-    CI_SOURCES,
-    ELO_BASE,
-    INDEPENDENCE_NOTE,
-    ELO_SLOPE,
-    arena_text,
-    draw_intervals,
-    interval_draws,
-    interval_source,
-    parse_anchor,
-)
+from ..fit_json import merge_board
+from ..leaderboard import CI_SOURCES, ELO_BASE, ELO_SLOPE, INDEPENDENCE_NOTE, arena_text, parse_anchor
 from ..report import fill, write_tables
 from ..scales import SCORE_SCALES, fastchat_table, scaled_board
 from ..summaries import fit_report, header, judges_text, scored_leaderboard, win_text
@@ -77,47 +69,6 @@ def _data_summary(design) -> dict:
             "dropped": dict(rep.dropped), "ties": dict(rep.ties), "notes": list(rep.notes)}
 
 
-def _merge_board(payload: dict, board, scale: str):
-    """Add rank_ub and the chosen scale's score/interval fields to each candidate record."""
-    rows = board.set_index("candidate")
-    keys = ("elo", "elo_lo", "elo_hi") if scale == "elo" else ("logit", "logit_lo", "logit_hi")
-    for cand in payload["candidates"]:
-        row = rows.loc[cand["candidate"]]
-        cand["name"] = cand["candidate"]
-        cand["rank_ub"] = int(row["rank_ub"])
-        for k in keys:
-            cand[k] = float(row[k])
-        # One scale per output: score is on the board's scale; the raw s keeps its own name.
-        cand["s"], cand["s_lo"], cand["s_hi"] = cand.pop("score"), cand.pop("score_lo"), cand.pop("score_hi")
-        cand["score"], cand["score_lo"], cand["score_hi"] = float(row["score"]), float(row["lo"]), float(row["hi"])
-        cand["plus"], cand["minus"] = float(row["plus"]), float(row["minus"])
-        if cand.get("interval", "ok") != "ok":  # flagged (oscar_jax.identification): no interval
-            cand.update({k: None for k in keys[1:]}, plus=None, minus=None)
-
-
-def _apply_draws(payload: dict, result, intervals: dict):
-    """Replace the Wald intervals of candidates, win probabilities and κ by percentile ones."""
-    index = {c: i for i, c in enumerate(result.design.candidates)}
-    s_lo, s_hi = intervals["s"]
-    f_lo, f_hi = intervals["q_field"]
-    for cand in payload["candidates"]:
-        i = index[cand["candidate"]]
-        if cand.get("interval", "ok") != "ok":
-            continue
-        cand["s_lo"], cand["s_hi"] = float(s_lo[i]), float(s_hi[i])
-        cand["q_field_lo"], cand["q_field_hi"] = float(f_lo[i]), float(f_hi[i])
-    q_lo, q_hi = intervals["q"]
-    for row in payload["win_prob"]:
-        i, j = index[row["a"]], index[row["b"]]
-        row["lo"], row["hi"] = float(q_lo[i, j]), float(q_hi[i, j])
-        row["se_logit"] = None
-    k_lo, k_hi = intervals["kappa"]
-    jindex = {j: n for n, j in enumerate(result.design.judges)}
-    for row in payload["judges"]:
-        n = jindex[row["judge"]]
-        row["kappa_lo"], row["kappa_hi"] = float(k_lo[n]), float(k_hi[n])
-
-
 def _aux_fit(design, model: str, args, result):
     """J (or J+P) next to the chosen model, for the judge panel and attenuation plot."""
     return fit(design, model, ridge=args.ridge, seed=args.seed, ci_prob=result.ci_prob)
@@ -129,7 +80,6 @@ def run(args) -> int:
     anchor = parse_anchor(args.anchor)
     draw_based = args.ci in ("bootstrap", "bayes")
     if draw_based:
-        interval_source(args.ci)
         check_positive_int("replicates", args.replicates, minimum=2)
     design = design_from_args(args)
     if anchor is not None:
@@ -147,12 +97,11 @@ def run(args) -> int:
         anchor = None
     board = scaled_board(result, ci=args.ci, scale=args.scale, anchor=anchor, baseline=baseline, draws=draws)
 
-    payload = result.to_dict(wald)
+    payload = result.to_dict(wald, intervals=draw_intervals(result, draws) if draw_based else None)
     payload["ci"] = args.ci
-    _merge_board(payload, board, args.scale)
+    merge_board(payload, board, args.scale)
     notes = []
     if draw_based:
-        _apply_draws(payload, result, draw_intervals(result, draws))
         notes.append(f"{args.ci} percentile intervals from {len(draws)} draws for the leaderboard"
                      + (", κ and win probabilities; D and bias-coefficient intervals are prompt-cluster sandwich"
                         if args.format != "table" else
