@@ -110,7 +110,6 @@ def profile(out: Path, n: int = 10000, batch: int = 10) -> str:
 
     from oscar_jax.sweep import programs as sw
     from oscar_jax.core import fit_core
-    from oscar_jax.params import Layout
     from oscar_jax.sandwich import covariances
     from oscar_jax.simulate import truth_of
 
@@ -138,7 +137,7 @@ def profile(out: Path, n: int = 10000, batch: int = 10) -> str:
                  partial(sw.simulate_batch, n_prompts=g, n_prompts_pad=g, params=TABLE_G1), keys)
     for method in ("j", "oscar"):
         spec = parse_model(method)
-        lay = Layout(TABLE_G1.n_cand, TABLE_G1.n_judge, ref=0, n_cov=0, structure=spec.structure())
+        lay = TABLE_G1.layout(spec)
         start = jnp.zeros((1, lay.n_theta))
         fit = stage(spec.name, "fit_core (B.2 + solver + B.3 checks)",
                     jax.vmap(lambda a: fit_core(a, omega, start, layout=lay, n_clusters=g)), data)
