@@ -14,7 +14,7 @@ import pandas as pd
 from .. import _x64  # noqa: F401
 from ..batching import default_vmap_width
 from ..progress import progress
-from ..sharding import to_host
+from ..sharding import place_for_mesh, replicate_mesh, to_host
 from ..simulate import TABLE_G1, SimParams, truth_of
 from ..validate import OscarInputError, check_positive_int
 from .metrics import CHECKS, ReplicateMetrics
@@ -143,8 +143,6 @@ def sweep(ns: Sequence[int] = DEFAULT_NS, reps: int = 100, methods: Sequence = D
     if jax.process_count() > 1:
         # jax.distributed: every process simulates the same keys; inputs become global
         # arrays over the mesh of all processes' devices and results are gathered back.
-        from .sharding import place_for_mesh, replicate_mesh
-
         mesh = replicate_mesh()
 
         def place(tree, batched):

@@ -17,6 +17,7 @@ import jax.numpy as jnp
 from .. import program_cache
 from ..batching import map_replicates
 from ..params import Layout
+from ..sharding import replicate_mesh, replicate_sharded
 from ..simulate import SimParams, record_arrays, simulate
 from .metrics import evaluate_replicate
 
@@ -115,8 +116,6 @@ def build(prog: Program):
     if jax.device_count() > 1:
         # Several devices (GPUs, TPU cores, forced CPU devices): split the replicate axis
         # over a 1-D mesh; each device runs the same per-replicate program (docs/scaling.md).
-        from ..sharding import replicate_mesh, replicate_sharded
-
         mesh = replicate_mesh()
     if prog.kind == "sim":
         static = dict(n_prompts=prog.n_prompts, n_prompts_pad=prog.n_prompts_pad, params=prog.params)
