@@ -108,9 +108,8 @@ def profile(out: Path, n: int = 10000, batch: int = 10) -> str:
 
     import jax.numpy as jnp
 
-    from oscar_jax import sweep as sw
+    from oscar_jax.sweep import programs as sw
     from oscar_jax.core import fit_core
-    from oscar_jax.params import Layout
     from oscar_jax.sandwich import covariances
     from oscar_jax.simulate import truth_of
 
@@ -135,10 +134,10 @@ def profile(out: Path, n: int = 10000, batch: int = 10) -> str:
         return out_
 
     data = stage("–", "simulate (vmapped generator)",
-                 partial(sw._simulate_batch, n_prompts=g, n_prompts_pad=g, params=TABLE_G1), keys)
+                 partial(sw.simulate_batch, n_prompts=g, n_prompts_pad=g, params=TABLE_G1), keys)
     for method in ("j", "oscar"):
         spec = parse_model(method)
-        lay = Layout(TABLE_G1.n_cand, TABLE_G1.n_judge, ref=0, n_cov=0, structure=spec.structure())
+        lay = TABLE_G1.layout(spec)
         start = jnp.zeros((1, lay.n_theta))
         fit = stage(spec.name, "fit_core (B.2 + solver + B.3 checks)",
                     jax.vmap(lambda a: fit_core(a, omega, start, layout=lay, n_clusters=g)), data)
@@ -146,7 +145,7 @@ def profile(out: Path, n: int = 10000, batch: int = 10) -> str:
               jax.vmap(lambda f, a: covariances(f.theta, f.mask, f.hess, f.info, a, omega, layout=lay,
                                                 n_clusters=g, ridge=0.05)), fit, data)
         stage(spec.name, "whole evaluate (fit + covariances + delta SEs + metrics)",
-              partial(sw._evaluate_batch, layout=lay, n_clusters=g, max_iter=100), data, omega,
+              partial(sw.evaluate_batch, layout=lay, n_clusters=g, max_iter=100), data, omega,
               truth.s, truth.kappa, truth.q, jnp.float64(0.05), jnp.float64(15.0), jnp.float64(1e-10))
     frame = pd.DataFrame(rows)
     text = "\n".join([

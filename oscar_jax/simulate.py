@@ -34,9 +34,16 @@ import pandas as pd
 
 from . import _x64  # noqa: F401
 from .design import Design, DesignArrays, build_design
+from .model import local_prob
+from .params import Layout
 from .prompt_average import marginal_win_prob
+from .spec import ModelSpec, parse_model
 
-__all__ = ["SimParams", "SimTruth", "SimData", "family_map_of", "simulate", "simulate_design", "simulate_frame", "TABLE_G1"]
+__all__ = ["SimParams", "SimTruth", "SimData", "family_map_of", "record_arrays", "simulate", "simulate_design",
+           "simulate_frame", "TABLE_G1"]
+
+# The generating model of Appendix G: learned γ, position, length and family biases.
+GENERATOR = parse_model("oscar")
 
 
 @dataclass(frozen=True)
@@ -117,6 +124,11 @@ class SimParams:
     def with_controls(self, c: float | None = None, rho: float | None = None) -> "SimParams":
         return replace(self, c=self.c if c is None else float(c), rho=self.rho if rho is None else float(rho))
 
+    def layout(self, spec: ModelSpec) -> Layout:
+        """The layout of ``spec`` on simulated data: judge 0 the reference (as judge0 in
+        :func:`simulate_design`), no user covariates."""
+        return Layout(self.n_cand, self.n_judge, ref=0, n_cov=0, structure=spec.structure())
+
 
 TABLE_G1 = SimParams()
 
@@ -179,28 +191,38 @@ def simulate(key, n_prompts: int, params: SimParams = TABLE_G1) -> SimData:
     judge = jnp.tile(jnp.arange(n_j, dtype=jnp.int32), g)
     prompt = jnp.repeat(jnp.arange(g, dtype=jnp.int32), n_j)
     ra, rb, rl = a[prompt], b[prompt], length[prompt]
-    arrays, y = _records(p, params, judge, prompt, ra, rb, rl, p["s"][ra] - p["s"][rb], k_cl, k_ind, g)
+    arrays, y = _records(p, params, judge, prompt, ra, rb, p["s"][ra], p["s"][rb], rl, k_cl, k_ind, g)
     return SimData(arrays=arrays, y=y, prompt=prompt, more_verbose_first=nu[a] > nu[b], truth=truth_of(params))
 
 
-def _records(p, params: SimParams, judge, prompt, ra, rb, rl, gap, k_cl, k_ind, n_prompts: int):
-    """Verdicts of every record (η* with the score gap ``gap``, Gaussian copula per prompt) as DesignArrays."""
+def record_arrays(a, b, k, z, stats, prompt) -> DesignArrays:
+    """DesignArrays with one cell per record (static shapes, so replicates vmap): every
+    record is its own cell and its own (prompt, cell) pair."""
+    n = a.shape[0]
+    return DesignArrays(a=a, b=b, k=k, z=z, stats=stats, pair_cell=jnp.arange(n, dtype=jnp.int32), pair_g=prompt,
+                        pair_stats=stats)
+
+
+def _records(p, params: SimParams, judge, prompt, ra, rb, sa, sb, rl, k_cl, k_ind, n_prompts: int):
+    """Verdicts of every record (η* of scores ``sa``, ``sb``, Gaussian copula per prompt) as DesignArrays.
+
+    η* and σ(η*) come from the package's one predictor (:func:`oscar_jax.model.local_prob`)
+    with the generating coefficients (γ*, c β*) of each record's judge.
+    """
     jf, cf = p["judge_family"][judge], p["candidate_family"]
     fam = (cf[ra] == jf).astype(jnp.float64) - (cf[rb] == jf).astype(jnp.float64)
-    eta = (p["gamma"][judge] * gap
-           + params.c * (p["beta_pos"][judge] + p["beta_len"][judge] * rl + p["beta_fam"][judge] * fam))
+    phi = jnp.stack([sa, sb, jnp.asarray(params.log_gamma, jnp.float64)[judge], params.c * p["beta_pos"][judge],
+                     params.c * p["beta_len"][judge], params.c * p["beta_fam"][judge]])
+    z = jnp.stack([rl, fam])
+    prob = local_prob(phi, z, params.layout(GENERATOR))
     n = judge.shape[0]
     eps_cl = jax.random.normal(k_cl, (n_prompts,))
     eps_ind = jax.random.normal(k_ind, (n,))
     u = jax.scipy.stats.norm.cdf(jnp.sqrt(params.rho) * eps_cl[prompt] + jnp.sqrt(1.0 - params.rho) * eps_ind)
-    y = (u < jax.nn.sigmoid(eta)).astype(jnp.float64)
+    y = (u < prob).astype(jnp.float64)
     stats = jnp.stack([jnp.ones(n), y, jnp.zeros(n)], axis=1)
-    arrays = DesignArrays(
-        a=ra.astype(jnp.int32), b=rb.astype(jnp.int32), k=judge,
-        z=jnp.stack([rl, fam], axis=1),
-        stats=stats,
-        pair_cell=jnp.arange(n, dtype=jnp.int32), pair_g=prompt, pair_stats=stats,
-    )
+    arrays = record_arrays(ra.astype(jnp.int32), rb.astype(jnp.int32), judge, jnp.stack([rl, fam], axis=1), stats,
+                           prompt)
     return arrays, y
 
 
@@ -225,8 +247,9 @@ def _simulate_prompt_candidate(key, n_prompts: int, params: SimParams) -> SimDat
     row = jnp.repeat(jnp.arange(n_rows), n_j)
     prompt = (row // n_pair).astype(jnp.int32)
     ra, rb, rl = a[row], b[row], length[row]
-    gap = p["s"][ra] - p["s"][rb] + w[prompt, ra] - w[prompt, rb]
-    arrays, y = _records(p, params, judge, prompt, ra, rb, rl, gap, k_cl, k_ind, g)
+    # s*_{i,g} = s*_i + w_{g,i}: the prompt's own scores
+    arrays, y = _records(p, params, judge, prompt, ra, rb, p["s"][ra] + w[prompt, ra], p["s"][rb] + w[prompt, rb], rl,
+                         k_cl, k_ind, g)
     first = jnp.arange(g) * n_pair
     return SimData(arrays=arrays, y=y, prompt=prompt, more_verbose_first=nu[a[first]] > nu[b[first]],
                    truth=truth_of(params))

@@ -19,16 +19,16 @@ import oscar_jax as oj
 from oscar_jax.cli import main
 from oscar_jax.simulate import TABLE_G1
 from oscar_jax.sweep import (
-    CHECKS,
     METRICS,
     Setting,
     SweepResult,
-    _padded_prompts,
     kendall_tau_b,
     main_and_controls,
     replicate_keys,
     sweep,
 )
+from oscar_jax.sweep.metrics import CHECKS
+from oscar_jax.sweep.programs import padded_prompts
 from oscar_jax.validate import OscarInputError
 
 from helpers import n_memory_mappings
@@ -140,8 +140,8 @@ def test_oscar_fit_of_replicate_0_at_n250_converges(small):
 
 
 def test_padding_buckets():
-    assert _padded_prompts([200, 500, 1000, 2000], 2.5) == {2000: 2000, 1000: 2000, 500: 500, 200: 500}
-    assert _padded_prompts([200, 500], 1.0) == {200: 200, 500: 500}
+    assert padded_prompts([200, 500, 1000, 2000], 2.5) == {2000: 2000, 1000: 2000, 500: 500, 200: 500}
+    assert padded_prompts([200, 500], 1.0) == {200: 200, 500: 500}
 
 
 def test_failed_fits_are_flagged_counted_and_left_out(small):

@@ -10,6 +10,7 @@ from ..fit import fit
 from ..report import fmt_ci, render_table
 from ..simulate import TABLE_G1, simulate_design, truth_of
 from ..summaries import header, leaderboard_text
+from ..sweep.metrics import coverage, rmse
 from ._common import emit, emit_json
 
 NAME = "demo"
@@ -45,15 +46,11 @@ def run(args) -> int:
     q_true = true_q[np.ix_(cand_index, cand_index)]
 
     def q_summary(res):
-        wm = res.win_matrix()
-        lookup = {(a, b): (q, lo, hi) for a, b, q, lo, hi in zip(wm.a, wm.b, wm.q, wm.lo, wm.hi)}
-        rows = []
-        for i, j in zip(*iu):
-            q, lo, hi = lookup[(design.candidates[i], design.candidates[j])]
-            rows.append((q, lo, hi, q_true[i, j]))
-        arr = np.asarray(rows)
-        return {"q_rmse": float(np.sqrt(np.mean((arr[:, 0] - arr[:, 3]) ** 2))),
-                "coverage": float(np.mean((arr[:, 1] <= arr[:, 3]) & (arr[:, 3] <= arr[:, 2])))}
+        wm = res.win_matrix().set_index(["a", "b"])
+        pairs = wm.loc[[(design.candidates[i], design.candidates[j]) for i, j in zip(*iu)]]
+        truth_ij = q_true[iu]
+        return {"q_rmse": float(rmse(pairs.q.to_numpy() - truth_ij)),
+                "coverage": float(coverage(pairs.lo.to_numpy(), pairs.hi.to_numpy(), truth_ij))}
 
     summary = {name: q_summary(res) for name, res in (("J", naive), ("OSCAR", full))}
     if args.format == "json":

@@ -108,7 +108,7 @@ def _comparisons(args, methods: tuple[str, ...], result) -> list[tuple[str, str]
             if text.count(":") != 1:
                 raise OscarInputError(f"--compare takes A:B (e.g. oscar:j), got {text!r}")
             a, b = text.split(":")
-            pairs.append((result._name(a), result._name(b)))
+            pairs.append((result.method_name(a), result.method_name(b)))
         return pairs
     if "OSCAR" in methods:
         return [("OSCAR", m) for m in methods if m != "OSCAR"]

@@ -1,0 +1,201 @@
+"""The sweep driver: plan the programs of every (setting, method), run them chunk by chunk,
+collect one row per replicate into a :class:`~oscar_jax.sweep.SweepResult`."""
+
+from __future__ import annotations
+
+import time
+from typing import Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pandas as pd
+
+from .. import _x64  # noqa: F401
+from ..batching import default_vmap_width
+from ..progress import progress
+from ..sharding import place_for_mesh, replicate_mesh, to_host
+from ..simulate import TABLE_G1, SimParams, truth_of
+from ..validate import OscarInputError, check_positive_int
+from .metrics import CHECKS, ReplicateMetrics
+from .programs import Builder, Program, chunking, padded_prompts
+from .settings import DEFAULT_METHODS, DEFAULT_NS, Setting, method_spec, replicate_keys, settings_grid
+from .tables import SweepResult
+
+__all__ = ["DEFAULT_RECORD_BUDGET", "sweep"]
+
+# Records per vmapped chunk. A replicate of N records needs roughly 30 kB × N/1000 per
+# OSCAR fit in flight (per-record local Hessians, scatter buffers); 250k records keep a
+# chunk below ~1 GB on a machine shared by several jobs.
+DEFAULT_RECORD_BUDGET = 250_000
+
+
+def _validate(settings, reps, params, pad_ratio):
+    if reps < 2:
+        raise OscarInputError(f"reps must be at least 2 (a Monte Carlo SE needs a spread), got {reps}")
+    if not pad_ratio >= 1.0:
+        raise OscarInputError(f"pad_ratio must be ≥ 1 (1 = no padding), got {pad_ratio}")
+    for s in settings:
+        if s.n <= 0 or s.n % params.n_judge:
+            raise OscarInputError(
+                f"N = {s.n} is not a positive multiple of the {params.n_judge} judges "
+                f"(every judge judges each prompt once, so N = {params.n_judge} × prompts)")
+        if not 0.0 <= s.rho <= 1.0:
+            raise OscarInputError(f"rho must lie in [0, 1], got {s.rho}")
+
+
+def _as_list(x, default):
+    if x is None:
+        return [float(default)]
+    if np.ndim(x) == 0:
+        return [float(x)]
+    return [float(v) for v in x]
+
+
+def sweep(ns: Sequence[int] = DEFAULT_NS, reps: int = 100, methods: Sequence = DEFAULT_METHODS,
+          seed: int = 0, c=None, rho=None, params: SimParams = TABLE_G1, *,
+          settings: Sequence[Setting] | None = None, method_settings: dict | None = None,
+          chunk: int | None = None, record_budget: int = DEFAULT_RECORD_BUDGET, pad_ratio: float = 2.5,
+          compile_ahead: bool = True, max_iter: int = 100, gtol: float = 1e-12,
+          show_progress: bool | None = None, vmap_width: int | None = None) -> SweepResult:
+    """Run the Section 7 simulation study.
+
+    Parameters
+    ----------
+    ns : judgment counts N (multiples of the number of judges K; N = K × prompts).
+    reps : replicates per setting (100 in the paper).
+    methods : model variants, e.g. ``("j", "j+p", "j+l", "j+f", "oscar")``; names as in
+        :func:`oscar_jax.parse_model` or :class:`ModelSpec` objects with learned γ.
+    seed : base seed; see the module docstring for how replicate keys derive from it.
+    c, rho : bias multiplier and within-prompt dependence; a number or a sequence (the
+        sweep runs the grid N × c × ρ). Default: the values in ``params`` (Table G1:
+        c = 1, ρ = 0.6).
+    params : generating parameters (:class:`SimParams`, Table G1 by default).
+    settings : explicit list of :class:`Setting` instead of the grid (e.g.
+        :func:`main_and_controls`).
+    method_settings : optional {method: [Setting, ...]} restricting a method to those
+        settings (e.g. only J and OSCAR in the Table G2 controls).
+    chunk : replicates per compiled batch (default: as many as fit in ``record_budget``
+        records). Chunks are equal in size, so one executable serves a setting.
+    pad_ratio : fit a smaller N at the size of a larger one in the sweep when they differ
+        by at most this factor (zero-weight records in empty prompts; the same estimates up
+        to rounding), trading some fit time for fewer XLA compilations. The default 2.5
+        fits the paper's N = 1000 with 2500 and 5000 with 10,000 (two compilations per
+        method instead of four); 1 = every N at its own size.
+    compile_ahead : compile the next programs in a background thread while the current
+        one runs.
+    max_iter, gtol : solver limits passed to the fit core.
+    vmap_width : replicates fitted side by side within a chunk (default: 1 on CPU, the
+        whole chunk on an accelerator; see :mod:`oscar_jax.batching`).
+    show_progress : progress bar on stderr (default: on a TTY; see ``OSCAR_PROGRESS``).
+
+    Returns
+    -------
+    SweepResult
+    """
+    if settings is None:
+        settings = settings_grid(ns, _as_list(c, params.c), _as_list(rho, params.rho))
+    settings = [Setting(int(s.n), float(s.c), float(s.rho)) for s in settings]
+    if not settings:
+        raise OscarInputError("no simulation settings to run")
+    if len(set(settings)) != len(settings):
+        raise OscarInputError("the same (N, c, rho) setting is listed twice")
+    reps = int(reps)
+    _validate(settings, reps, params, float(pad_ratio))
+    specs = [method_spec(m) for m in methods]
+    if not specs:
+        raise OscarInputError("no methods to run")
+    names = [s.name for s in specs]
+    if len(set(names)) != len(names):
+        raise OscarInputError(f"methods {list(names)} name the same model twice")
+    allowed = {name: None for name in names}
+    for key, value in (method_settings or {}).items():
+        name = method_spec(key).name
+        if name not in allowed:
+            raise OscarInputError(f"method_settings names {key!r}, which is not among the methods {names}")
+        allowed[name] = {Setting(int(s.n), float(s.c), float(s.rho)) for s in value}
+
+    truth = truth_of(params)
+    layouts = {spec.name: params.layout(spec) for spec in specs}
+    k = params.n_judge
+    g_pad_of = padded_prompts([s.n // k for s in settings], float(pad_ratio))
+    sizes = (params.n_cand, k)
+    # Padded shapes do not depend on c, ρ: build fit programs from the base parameters.
+    shape_params = params.with_controls(1.0, 0.0)
+
+    width = default_vmap_width() if vmap_width is None else check_positive_int("vmap_width", vmap_width)
+    plan, programs = [], []
+    for s in settings:
+        todo = [spec for spec in specs if allowed[spec.name] is None or s in allowed[spec.name]]
+        if not todo:
+            continue
+        g = s.n // k
+        g_pad = g_pad_of[g]
+        size, n_chunks = chunking(reps, k * g_pad, chunk, record_budget)
+        sim = Program("sim", size, g, g_pad, params.with_controls(s.c, s.rho), sizes, None, 0)
+        fits = {spec.name: Program("fit", size, 0, g_pad, shape_params, sizes, layouts[spec.name], int(max_iter),
+                                    width)
+                for spec in todo}
+        plan.append((s, g, g_pad, size, n_chunks, sim, todo, fits))
+        programs += [sim] + list(fits.values())
+    total = sum(reps * len(item[6]) for item in plan)
+
+    if jax.process_count() > 1:
+        # jax.distributed: every process simulates the same keys; inputs become global
+        # arrays over the mesh of all processes' devices and results are gathered back.
+        mesh = replicate_mesh()
+
+        def place(tree, batched):
+            return place_for_mesh(tree, mesh, batched)
+    else:
+        def place(tree, batched):
+            return tree
+
+    frames, timings = [], []
+    builder = Builder(programs, ahead=compile_ahead)
+    try:
+        with progress(total, desc="simulate", enabled=show_progress) as bar:
+            for s, g, g_pad, size, n_chunks, sim_prog, todo, fits in plan:
+                omega = (jnp.arange(g_pad) < g).astype(jnp.float64)
+                t0 = time.perf_counter()
+                sim, sim_compile = builder.get(sim_prog)
+                sim_wait = time.perf_counter() - t0
+                chunks = {spec.name: [] for spec in todo}
+                clock = {spec.name: {"wait_s": 0.0, "compile_s": 0.0, "run_s": 0.0} for spec in todo}
+                for ci in range(n_chunks):
+                    data = sim(place(replicate_keys(seed, s.n, ci * size, (ci + 1) * size), True))
+                    for spec in todo:
+                        t1 = time.perf_counter()
+                        ev, compile_s = builder.get(fits[spec.name])
+                        t2 = time.perf_counter()
+                        shared = (omega, truth.s, truth.kappa, truth.q, jnp.float64(spec.ridge),
+                                  jnp.float64(spec.v_bound), jnp.float64(gtol))
+                        out = to_host(ev(data, *place(shared, False)))
+                        t3 = time.perf_counter()
+                        clock[spec.name]["wait_s"] += t2 - t1
+                        clock[spec.name]["compile_s"] += compile_s
+                        clock[spec.name]["run_s"] += t3 - t2
+                        chunks[spec.name].append(out)
+                        bar.update(min(size, reps - ci * size))
+                for spec in todo:
+                    out = jax.tree_util.tree_map(lambda *xs: np.concatenate(xs)[:reps], *chunks[spec.name])
+                    frame = pd.DataFrame({f: np.asarray(getattr(out, f)) for f in ReplicateMetrics._fields})
+                    frame.insert(0, "rep", np.arange(reps))
+                    for pos, (col, val) in enumerate((("n", s.n), ("c", s.c), ("rho", s.rho),
+                                                      ("method", spec.name))):
+                        frame.insert(pos, col, val)
+                    frames.append(frame)
+                    timings.append({"n": s.n, "c": s.c, "rho": s.rho, "method": spec.name, "fits": reps,
+                                    "fitted_as_n": k * g_pad, "chunk": size, "chunks": n_chunks,
+                                    **clock[spec.name], "simulate_compile_s": sim_compile,
+                                    "simulate_wait_s": sim_wait})
+    finally:
+        builder.close()
+    replicates = pd.concat(frames, ignore_index=True)
+    for col in ("ok",) + CHECKS + ("converged",):
+        replicates[col] = replicates[col].astype(bool)
+    replicates["n_iter"] = replicates["n_iter"].astype(int)
+    return SweepResult(replicates=replicates, seed=int(seed), reps=reps, params=params,
+                       methods=tuple(names), timings=pd.DataFrame(timings))
+
+

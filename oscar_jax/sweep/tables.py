@@ -1,0 +1,167 @@
+"""The outcome of a sweep: per-replicate rows, aggregates with Monte Carlo errors (G.3),
+paired method differences, failure counts, Markdown and JSON."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from statistics import NormalDist
+
+import numpy as np
+import pandas as pd
+
+from ..simulate import SimParams
+from ..validate import OscarInputError
+from .metrics import CHECKS, METRICS
+from .settings import method_spec
+
+__all__ = ["SweepResult", "mc_summary", "wilson_interval"]
+
+
+def _t_crit(level: float, dof: int) -> float:
+    from scipy.stats import t
+
+    return float(t.ppf(0.5 + level / 2.0, dof)) if dof > 0 else float("nan")
+
+
+def mc_summary(values: np.ndarray, level: float) -> tuple[float, float, float, float]:
+    """(mean, Monte Carlo SE = sd/√R, lower, upper) with a t_{R−1} interval (G.3)."""
+    values = np.asarray(values, dtype=float)
+    r = values.size
+    if r == 0:
+        return (math.nan,) * 4
+    mean = float(np.mean(values))
+    if r < 2:
+        return mean, math.nan, math.nan, math.nan
+    se = float(np.std(values, ddof=1) / math.sqrt(r))
+    half = _t_crit(level, r - 1) * se
+    return mean, se, mean - half, mean + half
+
+
+def wilson_interval(successes: int, n: int, level: float = 0.95) -> tuple[float, float]:
+    """Wilson score interval for a proportion: inside [0, 1] for any count (a t interval on
+    0/1 outcomes is not, e.g. 1.044 for 97 of 100)."""
+    if n <= 0 or not 0 <= successes <= n:  # not a count of successes out of n
+        return math.nan, math.nan
+    z = NormalDist().inv_cdf(0.5 + level / 2.0)
+    p = successes / n
+    denom = 1.0 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    """Outcome of :func:`~oscar_jax.sweep.sweep`.
+
+    ``replicates`` has one row per (setting, method, replicate): n, c, rho, method, rep,
+    the metrics of :data:`METRICS`, ``ok`` and one flag per B.3 check, solver statistics.
+    ``timings`` has one row per (setting, method): compile and run seconds.
+    """
+
+    replicates: pd.DataFrame
+    seed: int
+    reps: int
+    params: SimParams
+    methods: tuple[str, ...]
+    timings: pd.DataFrame = field(default_factory=pd.DataFrame)
+
+    def per_replicate(self) -> pd.DataFrame:
+        """Per-replicate rows (a copy)."""
+        return self.replicates.copy()
+
+    def method_name(self, method) -> str:
+        """The display name of a method that was run (``"oscar"``, a :class:`ModelSpec` or
+        the name itself); an input error for one that was not."""
+        name = method_spec(method).name if not isinstance(method, str) or method not in self.methods else method
+        if name not in self.methods:
+            raise OscarInputError(f"method {method!r} was not run; available: {list(self.methods)}")
+        return name
+
+    def failures(self) -> pd.DataFrame:
+        """Counts of replicates failing each B.3 check, per setting and method."""
+        rep = self.replicates
+        rows = []
+        for (n, c, rho, m), grp in rep.groupby(["n", "c", "rho", "method"], sort=False):
+            row = {"n": n, "c": c, "rho": rho, "method": m, "n_failed": int((~grp.ok).sum())}
+            for chk in CHECKS:
+                bad = grp[chk] if chk == "at_bound" else ~grp[chk]
+                row[f"failed_{chk}"] = int(bad.sum())
+            rows.append(row)
+        return pd.DataFrame(rows)
+
+    def table(self, level: float = 0.95) -> pd.DataFrame:
+        """Aggregates per (setting, method) over the replicates that passed every B.3 check.
+
+        Columns: n, c, rho, method, reps (requested), n_ok, n_failed, and per metric its
+        mean, ``_mcse`` (sd/√n_ok) and ``_lo``/``_hi`` (t_{n_ok−1} interval at ``level``).
+        ``top1`` is the share of replicates recovering the best candidate (``top1_count``
+        the count).
+        """
+        rows = []
+        for (n, c, rho, m), grp in self.replicates.groupby(["n", "c", "rho", "method"], sort=False):
+            good = grp[grp.ok]
+            row = {"n": int(n), "c": float(c), "rho": float(rho), "method": m, "reps": int(len(grp)),
+                   "n_ok": int(len(good)), "n_failed": int((~grp.ok).sum())}
+            for metric in METRICS:
+                mean, se, lo, hi = mc_summary(good[metric].to_numpy(), level)
+                row[metric] = mean
+                row[f"{metric}_mcse"] = se
+                row[f"{metric}_lo"] = lo
+                row[f"{metric}_hi"] = hi
+            row["top1_count"] = int(good["top1"].sum())
+            # top-1 is a proportion of replicates: a Wilson interval stays inside [0, 1].
+            row["top1_lo"], row["top1_hi"] = wilson_interval(row["top1_count"], row["n_ok"], level)
+            rows.append(row)
+        return pd.DataFrame(rows)
+
+    def differences(self, a, b, level: float = 0.95) -> pd.DataFrame:
+        """Paired differences a − b per setting and metric (G.3).
+
+        Only replicates where both fits passed every B.3 check enter (``n_pairs``).
+        """
+        a, b = self.method_name(a), self.method_name(b)
+        keys = ["n", "c", "rho", "rep"]
+        rep = self.replicates
+        joint = rep[rep.method == a].merge(rep[rep.method == b], on=keys, how="inner", suffixes=("_a", "_b"))
+        rows = []
+        for (n, c, rho), grp in joint.groupby(["n", "c", "rho"], sort=False):
+            both = grp[grp.ok_a & grp.ok_b]
+            for metric in METRICS:
+                d = both[f"{metric}_a"].to_numpy() - both[f"{metric}_b"].to_numpy()
+                mean, se, lo, hi = mc_summary(d, level)
+                rows.append({"n": int(n), "c": float(c), "rho": float(rho), "a": a, "b": b, "metric": metric,
+                             "n_pairs": int(len(both)), "diff": mean, "mcse": se, "lo": lo, "hi": hi})
+        return pd.DataFrame(rows)
+
+    def to_markdown(self, level: float = 0.95) -> str:
+        """The summary as a Markdown table: mean (Monte Carlo SE) per metric; top-1 as a count."""
+        tab = self.table(level)
+        head = ["N", "c", "ρ", "method", "ok/reps", "q RMSE", "κ RMSE", "Kendall τ_b", "top-1",
+                "coverage cluster", "coverage model"]
+        lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        for r in tab.itertuples():
+            def cell(metric, digits, scale=1.0, r=r):
+                mean, se = getattr(r, metric), getattr(r, f"{metric}_mcse")
+                if not np.isfinite(mean):
+                    return "–"
+                return f"{scale * mean:.{digits}f} ({scale * se:.{digits}f})"
+            lines.append("| " + " | ".join([
+                f"{r.n:,}", f"{r.c:g}", f"{r.rho:g}", r.method, f"{r.n_ok}/{r.reps}", cell("q_rmse", 4),
+                cell("kappa_rmse", 4), cell("kendall_tau", 3), f"{r.top1_count}/{r.n_ok}",
+                cell("coverage_cluster", 1, 100.0), cell("coverage_model", 1, 100.0)]) + " |")
+        return "\n".join(lines)
+
+    def to_dict(self, level: float = 0.95) -> dict:
+        return {"seed": self.seed, "reps": self.reps, "methods": list(self.methods),
+                "summary": self.table(level).to_dict(orient="records"),
+                "failures": self.failures().to_dict(orient="records"),
+                "timings": self.timings.to_dict(orient="records")}
+
+    def plot(self, out_dir, level: float = 0.95) -> list[Path]:
+        """PNG figures against N (Figures 3 and 4); see :func:`oscar_jax.sweep.figures.plot_sweep`."""
+        from .figures import plot_sweep  # matplotlib only when drawing
+
+        return plot_sweep(self, out_dir, level)
