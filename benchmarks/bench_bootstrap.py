@@ -45,7 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import oscar_jax as oj  # noqa: E402
 from benchmarks.baseline_scipy import ScipyFit  # noqa: E402
-from oscar_jax.core import fit_core_jit  # noqa: E402
+from oscar_jax.fit_core import fit_core_jit  # noqa: E402
 from oscar_jax.data import load_judgments, shared_data_dir  # noqa: E402
 from oscar_jax.design import build_design  # noqa: E402
 from oscar_jax.fit import as_design, start_points  # noqa: E402

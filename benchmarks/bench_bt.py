@@ -45,7 +45,7 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 import oscar_jax as oj  # noqa: E402
-from oscar_jax.core import fit_core_jit  # noqa: E402
+from oscar_jax.fit_core import fit_core_jit  # noqa: E402
 from oscar_jax.data import shared_data_dir  # noqa: E402
 from oscar_jax.params import helmert  # noqa: E402
 

@@ -130,7 +130,7 @@ def worker(spec_json: str) -> dict:
                    n_iter=int(res.nit), peak_mb=_peak_mb())
         return out
 
-    from oscar_jax.core import fit_core_jit
+    from oscar_jax.fit_core import fit_core_jit
 
     starts = start_points(layout, 2, jax.random.PRNGKey(job["seed"] + 1))
     omega = jnp.ones(g)

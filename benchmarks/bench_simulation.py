@@ -109,7 +109,7 @@ def profile(out: Path, n: int = 10000, batch: int = 10) -> str:
     import jax.numpy as jnp
 
     from oscar_jax.sweep import programs as sw
-    from oscar_jax.core import fit_core
+    from oscar_jax.fit_core import fit_core
     from oscar_jax.sandwich import covariances
     from oscar_jax.simulate import truth_of
 

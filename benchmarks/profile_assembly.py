@@ -45,7 +45,7 @@ def profile(n: int, c: int = 50, k: int = 20, repeats: int = 5, seed: int = 0) -
     import numpy as np
 
     from benchmarks.bench_scaling import sim_params
-    from oscar_jax.core import fit_core_jit
+    from oscar_jax.fit_core import fit_core_jit
     from oscar_jax.derivatives import _columns, value_grad_hess
     from oscar_jax.fit import start_points
     from oscar_jax.model import column_derivatives

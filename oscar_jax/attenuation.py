@@ -24,14 +24,14 @@ import pandas as pd
 
 from . import _x64  # noqa: F401
 from .design import Design
-from .fit import as_design
 from .gamma_refit import REFIT_RIDGE, refit_gamma_batch
 from .links import net_preference, sigmoid
-from .batch_fit import fit_batch
+from .batch_fit import fit_problem_batch
 from .intervals import percentiles
+from .problem import prepare
 from .weights import within_fold_weights
 from .results import FitResult
-from .spec import ModelSpec, parse_model
+from .spec import ModelSpec
 from .validate import OscarInputError, check_ci_prob, check_positive_int
 
 __all__ = [
@@ -295,9 +295,8 @@ def attenuation_refit(data, model: str | ModelSpec = "j+p", *, refit_fraction: f
     replicates = check_positive_int("replicates", replicates, minimum=0)
     if not 0.0 < float(refit_fraction) < 1.0:
         raise OscarInputError(f"refit_fraction must lie strictly between 0 and 1, got {refit_fraction}")
-    design = as_design(data, reference_judge=reference_judge)
-    spec = parse_model(model)
-    eff, _ = design.effective_spec(spec)
+    problem = prepare(data, model, reference_judge=reference_judge)
+    design, eff = problem.design, problem.effective_spec
     if beta_pos is None and "pos" not in eff.terms:
         raise OscarInputError(f"calibration model {eff.name} has no position term; use e.g. 'j+p' or pass beta_pos=")
     g = design.n_clusters
@@ -310,8 +309,8 @@ def attenuation_refit(data, model: str | ModelSpec = "j+p", *, refit_fraction: f
     calib_w, refit_w = (split == 0).astype(float), (split == 1).astype(float)
 
     def calibrate(omega, starts):
-        batch = fit_batch(design, eff, omega, starts=starts, chunk_size=chunk_size, show_progress=show_progress,
-                          desc=f"{eff.name} calibration")
+        batch = fit_problem_batch(problem, omega, starts=starts, chunk_size=chunk_size, show_progress=show_progress,
+                                  desc=f"{eff.name} calibration")
         s = batch.targets.s
         beta = np.nan_to_num(batch.coefficient("pos"), nan=0.0) if beta_pos is None else \
             np.broadcast_to(np.asarray(beta_pos, float), (batch.n, design.n_judge))

@@ -9,7 +9,7 @@ import numpy as np
 from .figures import new_figure, save_png
 from .palette import COLOURS
 from .plot_layout import place_labels
-from .report import shorten_names
+from .render import shorten_names
 from .results import FitResult
 from .validate import OscarInputError
 

@@ -2,13 +2,13 @@
 
 Weights become cell statistics by one segment sum, so every replicate has the same
 static shapes and all of them are solved by one compiled ``jax.vmap`` (or sequential
-``lax.map``, see :mod:`oscar_jax.batching`) of :func:`oscar_jax.core.fit_core` — which
+``lax.map``, see :mod:`oscar_jax.batching`) of :func:`oscar_jax.fit_core.fit_core` — which
 redoes the B.2 column selection on each replicate's weighted data, so a column that a
 replicate cannot identify is fixed at zero there, and returns every B.3 check per
 replicate.
 
 * :func:`batched_fit_core` — the pure batched core: (B, G) weights and (B, P) starts →
-  :class:`~oscar_jax.core.FitCore` with a leading B axis. A pure function of arrays, so a
+  :class:`~oscar_jax.fit_core.FitCore` with a leading B axis. A pure function of arrays, so a
   1-D device mesh over replicates can shard it (:mod:`oscar_jax.sharding`).
 * :func:`fit_batch` / :func:`fit_problem_batch` — validated, chunked (bounded memory),
   multi-start wrapper with a progress bar, returning :class:`BatchFit`.
@@ -24,7 +24,7 @@ import numpy as np
 
 from . import _x64  # noqa: F401
 from .batching import default_vmap_width, map_replicates
-from .core import FitCore, fit_core
+from .fit_core import FitCore, fit_core
 from .design import Design
 from .params import Layout
 from .problem import Problem, prepare
@@ -60,7 +60,7 @@ _MAX_CHUNK = 64  # larger chunks pay more for their slowest replicate (measured 
 
 def batched_fit_core(arrays, omega, starts, *, layout: Layout, n_clusters: int, ridge=0.05,
                      v_bound=15.0, max_iter: int = 100, mask=None, vmap_width: int | None = None) -> FitCore:
-    """:func:`~oscar_jax.core.fit_core` over a batch of cluster weights, one start each.
+    """:func:`~oscar_jax.fit_core.fit_core` over a batch of cluster weights, one start each.
 
     Parameters
     ----------
@@ -100,7 +100,7 @@ class BatchFit:
     Attributes
     ----------
     core
-        :class:`~oscar_jax.core.FitCore` of numpy arrays, each with a leading B axis:
+        :class:`~oscar_jax.fit_core.FitCore` of numpy arrays, each with a leading B axis:
         ``theta`` (B, P), ``mask`` (B, P), ``objective`` (B,), every B.3 check (B,).
     omega
         (B, G) the cluster weights that were fitted.

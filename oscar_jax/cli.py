@@ -15,7 +15,7 @@ import sys
 import warnings
 
 from . import __version__  # (importing oscar_jax enabled the persistent compile cache)
-from .report import TABLE_WIDTH, table_width
+from .render import TABLE_WIDTH, table_width
 from .validate import OscarInputError
 
 __all__ = ["main", "build_parser"]

@@ -44,7 +44,7 @@ from .columns import (
     require_columns,
 )
 from .responses import attach_responses
-from .tables import read_table
+from .readers import read_table
 from .validate import OscarInputError
 
 __all__ = [

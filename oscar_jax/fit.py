@@ -16,7 +16,7 @@ import jax
 import numpy as np
 
 from . import _x64  # noqa: F401
-from .core import fit_core_jit
+from .fit_core import fit_core_jit
 from .problem import Problem, as_design, prepare
 from .results import FitResult
 from .spec import ModelSpec

@@ -27,12 +27,12 @@ import pandas as pd
 from . import _x64  # noqa: F401
 from .derivatives import cell_probabilities
 from .design import DesignArrays, cell_stats_from_cluster_weights
-from .fit import as_design
 from .params import Layout
 from .program_cache import persistent_jit
-from .batch_fit import auto_chunk_size, fit_batch
+from .batch_fit import auto_chunk_size, fit_problem_batch
 from .intervals import percentiles
 from .jsonable import records
+from .problem import as_design, prepare
 from .weights import fold_masks, prompt_folds, within_fold_weights
 from .spec import ModelSpec, parse_model
 from .validate import OscarInputError, check_ci_prob, check_positive_int
@@ -249,11 +249,8 @@ def compare(data, models=DEFAULT_MODELS, *, folds: int = 3, seed: int = 0, paire
     fold_ids = prompt_folds(design, folds, seed)
     train, test = fold_masks(fold_ids)
 
-    effs = {}
-    for spec in specs:
-        eff, notes = design.effective_spec(spec)
-        effs[spec.name] = (eff, list(notes))
-    estimable = {n: not _not_estimable(s, effs[n][0]) for n, s in zip(names, specs)}
+    problems = {spec.name: prepare(design, spec) for spec in specs}
+    estimable = {n: not _not_estimable(s, problems[n].effective_spec) for n, s in zip(names, specs)}
 
     pair_list: list[tuple[str, str]] = []
     if paired_bootstrap:
@@ -280,7 +277,8 @@ def compare(data, models=DEFAULT_MODELS, *, folds: int = 3, seed: int = 0, paire
     log_loss, fold_ll, fitted, failed, fold_fits = {}, {}, {}, {}, {}
     notes_out = {}
     for name, spec in zip(names, specs):
-        eff, notes = effs[name]
+        problem = problems[name]
+        eff, notes = problem.effective_spec, list(problem.dropped)
         fitted[name] = eff.with_terms(eff.terms).name  # e.g. OSCAR without lengths → "J+P+F"
         if not estimable[name]:
             dropped = [t for t in spec.terms if t not in eff.terms]
@@ -289,11 +287,10 @@ def compare(data, models=DEFAULT_MODELS, *, folds: int = 3, seed: int = 0, paire
             log_loss[name], fold_ll[name], failed[name] = float("nan"), np.full(folds, np.nan), 0
             notes_out[name] = tuple(notes)
             continue
-        layout = design.layout(eff)
-        batch = fit_batch(design, eff, train, chunk_size=chunk_for(layout), max_iter=max_iter,
-                          show_progress=show_progress, desc=f"{eff.name} folds")
+        batch = fit_problem_batch(problem, train, chunk_size=chunk_for(problem.layout), max_iter=max_iter,
+                                  show_progress=show_progress, desc=f"{eff.name} folds")
         loss, weight = (np.asarray(x) for x in _heldout_jit(np.asarray(batch.theta), test, design.arrays,
-                                                            layout=layout, n_cells=design.n_cells))
+                                                            layout=problem.layout, n_cells=design.n_cells))
         failed[name] = batch.n_failed
         if batch.n_failed:
             notes.append(batch.failure_summary())
@@ -315,11 +312,11 @@ def compare(data, models=DEFAULT_MODELS, *, folds: int = 3, seed: int = 0, paire
         for name in names:
             if name not in boot_models:
                 continue
-            eff = effs[name][0]
-            layout = design.layout(eff)
+            problem = problems[name]
+            layout = problem.layout
             starts = np.tile(fold_fits[name].theta, (r, 1))[:, None, :]  # warm start: each fold's own fit
-            batch = fit_batch(design, eff, train_b, starts=starts, chunk_size=chunk_for(layout), max_iter=max_iter,
-                              show_progress=show_progress, desc=f"{eff.name} paired bootstrap")
+            batch = fit_problem_batch(problem, train_b, starts=starts, chunk_size=chunk_for(layout), max_iter=max_iter,
+                                      show_progress=show_progress, desc=f"{problem.effective_spec.name} paired bootstrap")
             loss, weight = (np.asarray(x).reshape(r, f) for x in
                             _heldout_jit(np.asarray(batch.theta), test_b, design.arrays,
                                          layout=layout, n_cells=design.n_cells))

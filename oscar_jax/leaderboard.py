@@ -38,9 +38,9 @@ from statistics import NormalDist
 
 from .intervals import percentiles
 from .program_cache import persistent_jit
-from .report import render_table, shorten
+from .render import render_table, shorten
 from .results import FitResult
-from .sandwich import delta_se, targets
+from .sandwich import INDEPENDENCE_NOTE, delta_se, targets
 from .validate import OscarInputError, check_choice, check_ci_prob, resolve_name
 
 __all__ = [
@@ -63,7 +63,6 @@ ELO_SLOPE = 400.0 / math.log(10.0)  # Elo points per logit: odds 10:1 at a 400-p
 SCALES = ("logit", "elo")
 CI_SOURCES = ("sandwich", "model", "bootstrap", "bayes")
 # Said wherever model-based intervals are shown (one wording: oscar_jax.bayes.INDEPENDENCE_LABEL).
-INDEPENDENCE_NOTE = "assumes independent records; too narrow under prompt dependence"
 CI_LABELS = {"sandwich": "prompt-cluster sandwich", "model": f"model-based: {INDEPENDENCE_NOTE}",
              "bootstrap": "prompt bootstrap, percentile", "bayes": "posterior, equal-tailed"}
 

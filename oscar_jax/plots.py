@@ -20,7 +20,7 @@ from .attenuation_plot import attenuation_scatter
 from .figures import new_figure, save_png
 from .palette import OKABE_ITO
 from .plot_layout import place_labels
-from .report import shorten, shorten_names
+from .render import shorten, shorten_names
 from .results import FitResult
 from .validate import OscarInputError
 

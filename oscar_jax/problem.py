@@ -57,6 +57,8 @@ class Problem(NamedTuple):
         The parameter layout of ``effective_spec`` on ``design``.
     notes
         The design's notes (loader), then one per dropped term.
+    dropped
+        The notes of the dropped terms alone.
     """
 
     design: Design
@@ -64,6 +66,7 @@ class Problem(NamedTuple):
     effective_spec: ModelSpec
     layout: Layout
     notes: tuple[str, ...]
+    dropped: tuple[str, ...]
 
 
 def prepare(data, model: str | ModelSpec = "oscar", *, ridge: float | None = None, schema: str | None = None,
@@ -80,4 +83,4 @@ def prepare(data, model: str | ModelSpec = "oscar", *, ridge: float | None = Non
     spec = parse_model(model, ridge)
     eff, dropped = design.effective_spec(spec)
     return Problem(design=design, spec=spec, effective_spec=eff, layout=design.layout(eff),
-                   notes=tuple(design.notes) + tuple(dropped))
+                   notes=tuple(design.notes) + tuple(dropped), dropped=tuple(dropped))

@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from .columns import prompt_key
-from .tables import read_table
+from .readers import read_table
 from .validate import OscarInputError
 
 __all__ = ["MISSING_POLICIES", "attach_responses", "read_responses"]

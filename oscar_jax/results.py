@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 from statistics import NormalDist
 
-from .core import STATIONARITY_TOL, FitCore
+from .fit_core import STATIONARITY_TOL, FitCore
 from .design import Design
 from .params import Layout, Params
 from .sandwich import Covariances, covariances_jit, target_se, targets_jit

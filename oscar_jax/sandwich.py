@@ -20,6 +20,9 @@ from .design import DesignArrays
 from .params import Layout
 from .program_cache import persistent_jit, register_pytree_names
 
+# What a model-based (or independence-assuming posterior) interval must say of itself.
+INDEPENDENCE_NOTE = "assumes independent records; too narrow under prompt dependence"
+
 __all__ = ["Covariances", "covariances", "covariances_jit", "delta_se", "target_se", "targets", "targets_batch_jit", "Targets"]
 
 

@@ -46,7 +46,7 @@ from .columns import (
     shown,
 )
 from .data import LoadReport, Schema, load_judgments, register_schema
-from .tables import read_table
+from .readers import read_table
 from .validate import OscarInputError
 
 __all__ = [

@@ -28,7 +28,7 @@ def _slope_chart(tab: pd.DataFrame, ds: str, highlight: str | None, path):
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
     from oscar_jax.plots import OKABE_ITO
-    from oscar_jax.report import shorten
+    from oscar_jax.render import shorten
 
     n = len(tab)
     fig = Figure(figsize=(7.2, 0.28 * n + 1.8), dpi=120, layout="constrained")

@@ -108,3 +108,75 @@ def test_one_definition_of_each_formula(formula):
              for i, line in enumerate(p.read_text().splitlines(), 1)
              if re.search(pattern, line.split("#")[0])]
     assert where == []
+
+
+# The layers of docs/architecture.md, bottom first. A module's top-level imports point to
+# its own layer or a lower one; result objects' display methods import their renderer
+# inside the method, so the estimators never load the report layer at import time.
+LAYERS = {
+    "base": "_x64 links validate intervals jsonable batching progress convergence palette outputs compile_cache "
+            "program_cache xla_cache",
+    "model": "spec params model prompt_average",
+    "input": "readers columns data schemas responses families filters canonical design",
+    "inference": "derivatives selection solver starts fit_core sandwich problem identification sharding multiprocess",
+    "estimators": "fit results weights batch_fit resample bootstrap_result heldout attenuation gamma_refit swaps "
+                  "swap_core human simulate sweep bayes",
+    "report": "render text_reports fit_json leaderboard scales draw_sources advice result_display plots "
+              "attenuation_plot figures plot_layout report_html bayes._io",
+    "cli": "cli commands",
+}
+AUDIT_MAY_USE = ("base", "model", "input", "report")
+
+
+def _layer(module: str) -> str | None:
+    rest = module.split(".", 1)[1] if "." in module else ""
+    best = None
+    for layer, names in LAYERS.items():
+        for name in names.split():
+            if rest == name or rest.startswith(name + "."):
+                if best is None or len(name) > len(best[1]):
+                    best = (layer, name)
+    if rest == "audit" or rest.startswith("audit."):
+        return "audit"
+    return best[0] if best else None
+
+
+def _top_level_imports():
+    for name, path in MODULES.items():
+        tree = ast.parse(path.read_text())
+        nodes = list(tree.body)
+        for node in list(nodes):  # imports under a top-level try/if still run at import time
+            if isinstance(node, (ast.Try, ast.If)):
+                nodes += [n for block in (node.body, getattr(node, "orelse", []), getattr(node, "finalbody", []))
+                          for n in block]
+        for node in nodes:
+            if isinstance(node, ast.ImportFrom):
+                target = _target(name, node)
+                if target and target.split(".")[0] == "oscar_jax":
+                    for alias in node.names:
+                        full = f"{target}.{alias.name}"
+                        yield name, node.lineno, full if full in MODULES else target
+
+
+def test_every_module_has_a_layer():
+    assert [m for m in MODULES if m != "oscar_jax" and _layer(m) is None] == []
+
+
+def test_imports_point_down_the_layers():
+    order = list(LAYERS)
+    bad = []
+    for module, line, dest in _top_level_imports():
+        if MODULES[module].name == "__init__.py":
+            continue  # a package's face re-exports its modules, whatever their layer
+        src, dst = _layer(module), _layer(dest)
+        if src is None or dst is None or src == dst:
+            continue
+        if src == "audit":
+            ok = dst in AUDIT_MAY_USE
+        elif dst == "audit":
+            ok = src == "cli"
+        else:
+            ok = order.index(dst) <= order.index(src)
+        if not ok:
+            bad.append(f"{module}:{line} ({src}) imports {dest} ({dst})")
+    assert bad == []

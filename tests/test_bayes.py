@@ -277,6 +277,22 @@ def test_same_seed_same_draws_other_seed_other_draws(sim_design):
     assert a.theta.dtype == jnp.float64
 
 
+def test_sample_many_is_sample_posterior_per_dataset(sim_design):
+    from oscar_jax.bayes import sample_many
+
+    layout, spec = _layout(sim_design, "j+p")
+    mask = np.asarray(column_mask(sim_design.arrays, sim_design.arrays.stats, layout))
+    data = model_data(sim_design.arrays, mask, Priors().resolved(spec.ridge), layout, prompt_effect=False)
+    st = NutsSettings(chains=1, warmup=20, draws=10)
+    stats = np.stack([np.asarray(data.stats), 2.0 * np.asarray(data.stats)])  # a dataset and its doubled copy
+    keys = jax.random.split(jax.random.PRNGKey(3), 2)
+    many = sample_many(keys, data._replace(stats=stats), layout=layout, n_clusters=None, settings=st)
+    for b in range(2):
+        one = sample_posterior_jit(keys[b], data._replace(stats=stats[b]), layout=layout, n_clusters=None, settings=st)
+        np.testing.assert_allclose(np.asarray(many.theta[b]), np.asarray(one.theta), rtol=1e-7, atol=1e-9)  # vmap rounds differently
+    assert not np.allclose(many.theta[0], many.theta[1])
+
+
 def test_poor_diagnostics_warn(sim_design):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -422,7 +438,7 @@ def test_one_chain_reports_rhat_as_not_available(sim_design, tmp_path, capsys):
         warnings.simplefilter("ignore", BayesWarning)
         post = fit_bayes(sim_design, "j", chains=1, warmup=20, draws=10, seed=3)
     assert post.diagnostics["max_rhat"] is None and post.diagnostics["min_ess"] is not None
-    from oscar_jax.summaries import fmt_or as _fmt_or
+    from oscar_jax.text_reports import fmt_or as _fmt_or
 
     assert _fmt_or(post.diagnostics["max_rhat"], ".4f", "n/a (one chain)") == "n/a (one chain)"
 

@@ -10,7 +10,7 @@ import pytest
 
 from oscar_jax import fit
 from oscar_jax.cli import main
-from oscar_jax.summaries import fit_report
+from oscar_jax.text_reports import fit_report
 
 DATA = Path(__file__).resolve().parent / "data"
 BATTLES = str(DATA / "eco_arena.csv")

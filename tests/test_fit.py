@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 
 import oscar_jax as oj
-from oscar_jax.core import fit_core_jit
+from oscar_jax.fit_core import fit_core_jit
 from oscar_jax.params import helmert
 from oscar_jax.simulate import SimParams, TABLE_G1, family_map_of, simulate_frame, truth_of
 

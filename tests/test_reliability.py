@@ -133,7 +133,7 @@ def test_well_posed_data_raise_no_flag():
     assert _flags(result) == ({}, {})
     assert result.identification.method == "certificate"  # no LP needed
     assert result.identification_check()["ok"]
-    from oscar_jax.summaries import header
+    from oscar_jax.text_reports import header
 
     assert "all passed" in header(result)
 
@@ -150,7 +150,7 @@ def test_judge_always_choosing_slot_a_is_separated_and_not_shown_as_confident():
     row = next(r for r in payload["judges"] if r["judge"] == judge)
     assert row["D_lo"] is None and row["D_hi"] is None and "separated" in row["flags"]
     assert payload["diagnostics"]["flags"]["ok"] is False
-    from oscar_jax.summaries import fit_report
+    from oscar_jax.text_reports import fit_report
 
     text = fit_report(result)
     assert "all passed" not in text and "unbounded" in text and f"!{judge}" in text
@@ -191,7 +191,7 @@ def test_three_record_judge_is_flagged():
 @pytest.mark.parametrize("outcome", ["tie", 0.7])
 def test_degenerate_outcomes_are_not_estimable_not_zero_width(outcome):
     result = oj.fit(_eco().assign(outcome=outcome), "j+p", warn=False)
-    from oscar_jax.summaries import fit_report
+    from oscar_jax.text_reports import fit_report
 
     text = fit_report(result)
     assert "[0.00, 0.00]" not in text and "[0.500, 0.500]" not in text and "not estimable" in text
@@ -254,14 +254,14 @@ def test_json_saved_as_csv_and_truncated_jsonl_and_encoding(tmp_path):
 
 
 def test_newline_in_a_name_does_not_break_the_table():
-    from oscar_jax.report import render_table
+    from oscar_jax.render import render_table
 
     text = render_table(pd.DataFrame({"name": ["a\nb", "c"], "x": [1.0, 2.0]}), [("name", "name", ""), ("x", "x", ".1f")])
     assert len(text.splitlines()) == 4 and "a\\nb" in text
 
 
 def test_loader_notes_are_in_the_text_header():
-    from oscar_jax.summaries import header
+    from oscar_jax.text_reports import header
 
     a = pd.read_csv(DATA / "eco_arena.csv").drop(columns=["judge"])
     result = oj.fit(a, "j", warn=False)

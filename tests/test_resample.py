@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 
 from oscar_jax import cli, fit
-from oscar_jax.core import fit_core_jit
+from oscar_jax.fit_core import fit_core_jit
 from oscar_jax.selection import column_mask
 from oscar_jax.design import build_design, cell_stats_from_cluster_weights
 from oscar_jax.batch_fit import fit_batch

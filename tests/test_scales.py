@@ -15,7 +15,7 @@ from oscar_jax.cli import main
 from oscar_jax.leaderboard import ELO_SLOPE
 from oscar_jax.scales import draws_board, fastchat_table, scaled_board
 from oscar_jax.filters import select_records
-from oscar_jax.summaries import scored_leaderboard
+from oscar_jax.text_reports import scored_leaderboard
 
 DATA = Path(__file__).resolve().parent / "data"
 BATTLES = str(DATA / "eco_arena.csv")

@@ -90,7 +90,7 @@ TWO_DEVICE_SCRIPT = textwrap.dedent("""
     import jax.numpy as jnp
     import numpy as np
 
-    from oscar_jax.core import fit_core
+    from oscar_jax.fit_core import fit_core
     from oscar_jax.params import Layout
     from oscar_jax.resample import batched_fit_core, batched_fit_core_jit, bootstrap_weights
     from oscar_jax.sharding import replicate_mesh, replicate_sharded, shard_replicates

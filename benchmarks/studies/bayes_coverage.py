@@ -36,7 +36,7 @@ from arviz_stats.base import array_stats
 
 import oscar_jax  # noqa: F401  (float64)
 from oscar_jax.bayes import NutsSettings, Priors, model_data, sample_posterior_jit, targets_of_draws
-from oscar_jax.core import fit_core_jit
+from oscar_jax.fit_core import fit_core_jit
 from oscar_jax.selection import column_mask
 from oscar_jax.params import Layout
 from oscar_jax.sandwich import covariances, delta_se, targets

@@ -29,7 +29,7 @@ import pandas as pd
 
 from .. import _x64  # noqa: F401
 from ..convergence import rhat_flag
-from ..report import current_width, fill, fmt_ci, render_table
+from ..render import current_width, fill, fmt_ci, render_table
 from ..validate import OscarInputError, check_choice, check_ci_prob, check_positive_int
 from .bayes import AuditPosterior, fit_audit_model
 from .data import AuditData

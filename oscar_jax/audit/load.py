@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from ..columns import blank, prompt_key, row_label, shown
-from ..tables import read_table
+from ..readers import read_table
 from ..validate import OscarInputError, check_choice, resolve_name
 from .data import DEFAULT_LABELS, AuditData, AuditReport, parse_labels
 

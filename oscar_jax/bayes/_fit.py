@@ -11,8 +11,8 @@ import numpy as np
 from .. import _x64  # noqa: F401
 from ..selection import column_mask
 from ..design import Design
-from ..leaderboard import INDEPENDENCE_NOTE
 from ..problem import prepare
+from ..sandwich import INDEPENDENCE_NOTE
 from ..spec import ModelSpec
 from ..validate import OscarInputError, check_ci_prob
 from ._datatree import to_datatree

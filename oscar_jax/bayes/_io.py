@@ -9,7 +9,7 @@ import numpy as np
 import xarray as xr
 
 from ..palette import COLOURS, GREY
-from ..report import shorten_names, write_tables
+from ..render import shorten_names, write_tables
 
 __all__ = ["save_idata", "load_idata", "save_result", "plot_forest", "plot_judges", "OKABE_ITO"]
 

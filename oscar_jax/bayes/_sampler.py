@@ -265,8 +265,8 @@ def sample_many(keys, data: ModelData, *, layout: Layout, n_clusters: int | None
 
     ``keys`` is (B,) PRNG keys; the fields of ``data`` named in ``batched`` carry a
     leading B axis (default: only ``stats``, i.e. B outcome vectors on one design),
-    the others are shared. Every output gets a leading B axis. Used by the
-    simulation-based calibration test and the coverage study.
+    the others are shared. Every output gets a leading B axis; dataset b's draws are
+    those :func:`sample_posterior` gives for ``keys[b]`` on that dataset alone.
     """
     unknown = [b for b in batched if b not in ModelData._fields]
     if unknown:

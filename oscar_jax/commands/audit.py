@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..report import write_tables
+from ..render import write_tables
 from ..validate import OscarInputError
 from ._common import emit, emit_json
 

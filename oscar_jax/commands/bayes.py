@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..scales import on_scale, put_on_scale
-from ..summaries import bayes_report
+from ..text_reports import bayes_report
 from ._common import MODELS_HELP, add_data_arguments, design_from_args, emit, emit_json
 
 NAME = "bayes"

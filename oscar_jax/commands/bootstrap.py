@@ -5,10 +5,10 @@ from __future__ import annotations
 import pandas as pd
 
 from ..multiprocess import add_process_arguments
-from ..report import write_tables
+from ..render import write_tables
 from ..resample import bootstrap
 from ..scales import on_scale, put_on_scale
-from ..summaries import bootstrap_report
+from ..text_reports import bootstrap_report
 from ._common import MODELS_HELP, add_data_arguments, add_output_arguments, design_from_args, emit, emit_json
 
 NAME = "bootstrap"

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from ..heldout import DEFAULT_MODELS, compare
-from ..report import write_tables
-from ..summaries import compare_report
+from ..render import write_tables
+from ..text_reports import compare_report
 from ._common import MODELS_HELP, add_data_arguments, add_output_arguments, design_from_args, emit, emit_json
 
 NAME = "compare"

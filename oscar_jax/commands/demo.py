@@ -7,9 +7,9 @@ import pandas as pd
 
 from ..attenuation import attenuation
 from ..fit import fit
-from ..report import fmt_ci, render_table
+from ..render import fmt_ci, render_table
 from ..simulate import TABLE_G1, simulate_design, truth_of
-from ..summaries import header, leaderboard_text
+from ..text_reports import header, leaderboard_text
 from ..sweep.metrics import coverage, rmse
 from ._common import emit, emit_json
 

@@ -7,10 +7,11 @@ import sys
 from ..draw_sources import draw_intervals, interval_draws
 from ..fit import fit
 from ..fit_json import merge_board
-from ..leaderboard import CI_SOURCES, ELO_BASE, ELO_SLOPE, INDEPENDENCE_NOTE, arena_text, parse_anchor
-from ..report import fill, write_tables
+from ..leaderboard import CI_SOURCES, ELO_BASE, ELO_SLOPE, arena_text, parse_anchor
+from ..render import fill, write_tables
+from ..sandwich import INDEPENDENCE_NOTE
 from ..scales import SCORE_SCALES, fastchat_table, scaled_board
-from ..summaries import fit_report, header, judges_text, scored_leaderboard, win_text
+from ..text_reports import fit_report, header, judges_text, scored_leaderboard, win_text
 from ..validate import check_ci_prob, check_positive_int, resolve_name
 from ._common import (
     MODELS_HELP,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..human import human_agreement, load_votes
-from ..report import fmt_ci, render_table, write_tables
+from ..render import fmt_ci, render_table, write_tables
 from ._common import add_data_arguments, add_output_arguments, design_from_args, emit, emit_json
 
 NAME = "human"

@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..multiprocess import add_process_arguments
-from ..report import render_table, write_tables
+from ..render import render_table, write_tables
 from ..sweep import DEFAULT_METHODS, DEFAULT_NS, TABLE_G2_CONTROLS, Setting, settings_grid, sweep
 from ..validate import OscarInputError
 from ._common import emit, emit_json

@@ -23,7 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import program_cache
-from ..core import fit_core
+from ..fit_core import fit_core
 from ..params import Layout
 from ..sandwich import covariances, delta_se, targets
 

@@ -7,7 +7,7 @@ import textwrap
 import numpy as np
 import pandas as pd
 
-from .report import TABLE_WIDTH, fill, fmt_ci, render_table, shorten, shorten_names
+from .render import TABLE_WIDTH, fill, fmt_ci, render_table, shorten, shorten_names
 from .results import FitResult
 from .scales import on_scale, scale_label
 
