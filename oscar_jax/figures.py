@@ -16,9 +16,9 @@ __all__ = ["DPI", "new_figure", "save_png"]
 DPI = 120
 
 
-def new_figure(width: float, height: float) -> Figure:
-    """A constrained-layout Figure of ``width`` × ``height`` inches with an Agg canvas."""
-    fig = Figure(figsize=(width, height), dpi=DPI, layout="constrained")
+def new_figure(width: float, height: float, *, layout: str | None = "constrained") -> Figure:
+    """A Figure of ``width`` × ``height`` inches on an Agg canvas (constrained layout by default)."""
+    fig = Figure(figsize=(width, height), dpi=DPI, layout=layout)
     FigureCanvasAgg(fig)
     return fig
 
@@ -27,4 +27,4 @@ def save_png(fig: Figure, path) -> Path:
     """Write ``fig`` as PNG to ``path`` (atomically: a reader never sees a partial file)."""
     from .outputs import atomic_write
 
-    return atomic_write(path, lambda tmp: fig.savefig(tmp, format="png"))
+    return atomic_write(path, lambda tmp: fig.savefig(tmp, format="png", dpi=DPI))

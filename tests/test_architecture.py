@@ -114,7 +114,7 @@ def test_one_definition_of_each_formula(formula):
 # its own layer or a lower one; result objects' display methods import their renderer
 # inside the method, so the estimators never load the report layer at import time.
 LAYERS = {
-    "base": "_x64 links validate intervals jsonable batching progress convergence palette outputs compile_cache "
+    "base": "_x64 links validate intervals jsonable batching progress convergence palette figures outputs compile_cache "
             "program_cache xla_cache",
     "model": "spec params model prompt_average",
     "input": "readers columns data schemas responses families filters canonical design",
@@ -122,7 +122,7 @@ LAYERS = {
     "estimators": "fit results weights batch_fit resample bootstrap_result heldout attenuation gamma_refit swaps "
                   "swap_core human simulate sweep bayes",
     "report": "render text_reports fit_json leaderboard scales draw_sources advice result_display plots "
-              "attenuation_plot figures plot_layout report_html bayes._io",
+              "attenuation_plot plot_layout report_html bayes._io",
     "cli": "cli commands",
 }
 AUDIT_MAY_USE = ("base", "model", "input", "report")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..outputs import atomic_write
+from ..figures import new_figure, save_png
 from ..palette import OKABE_ITO, SERIES
 from .inference import METRIC_LABEL, PERCENT_METRICS
 
@@ -17,7 +17,6 @@ __all__ = ["OKABE_ITO", "plot_effects"]
 _METHOD_LABEL = {"ttest_runs": "t-test across runs (paper)", "bootstrap_items": "paired item bootstrap",
                  "bayes_ordinal": "Bayesian ordinal model", "bayes_logit": "Bayesian logit model"}
 _MARKERS = {"ttest_runs": "s", "bootstrap_items": "o", "bayes_ordinal": "D", "bayes_logit": "D"}
-_DPI = 120
 
 
 def plot_effects(result, path, methods=("ttest_runs", "bootstrap_items", "bayes_ordinal", "bayes_logit")):
@@ -25,9 +24,6 @@ def plot_effects(result, path, methods=("ttest_runs", "bootstrap_items", "bayes_
 
     Returns the written path.
     """
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
     eff = result.effects_frame
     eff = eff[eff["method"].isin(methods) & (np.isfinite(eff["lo"]) | np.isfinite(eff["hi"]))]
     metrics = list(dict.fromkeys(eff["metric"]))
@@ -35,8 +31,7 @@ def plot_effects(result, path, methods=("ttest_runs", "bootstrap_items", "bayes_
         metrics = ["none"]
     # Room for every condition's label: the height grows with the longest condition list.
     n_cond = max([eff.loc[eff["metric"] == m, "condition"].nunique() for m in metrics] + [8])
-    fig = Figure(figsize=(4.2 * len(metrics) + 1.5, 0.45 * n_cond + 1.6))
-    FigureCanvasAgg(fig)
+    fig = new_figure(4.2 * len(metrics) + 1.5, 0.45 * n_cond + 1.6, layout=None)
     axes = fig.subplots(1, len(metrics), squeeze=False)
     colour = {m: SERIES[i % len(SERIES)] for i, m in enumerate(methods)}
     for ax, metric in zip(axes[0], metrics):
@@ -80,4 +75,4 @@ def plot_effects(result, path, methods=("ttest_runs", "bootstrap_items", "bayes_
         fig.legend(handles, labels, loc="lower center", ncol=len(labels), frameon=False)
     fig.suptitle(f"Condition effects vs {result.reference} ({int(100 * result.ci_prob)}% intervals)")
     fig.tight_layout(rect=(0, 0.08, 1, 0.95))
-    return atomic_write(path, lambda tmp: fig.savefig(tmp, format="png", dpi=_DPI))
+    return save_png(fig, path)

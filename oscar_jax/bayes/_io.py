@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
+from ..figures import new_figure, save_png
 from ..palette import COLOURS, GREY
 from ..render import shorten_names, write_tables
 
@@ -87,13 +88,7 @@ def load_idata(path) -> xr.DataTree:
 
 
 def _figure(height: float):
-    # Figure + Agg canvas rather than pyplot: no global backend or figure state is touched.
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(7.5, height), layout="constrained")
-    FigureCanvasAgg(fig)
-    return fig
+    return new_figure(7.5, height)
 
 
 def plot_forest(result, path, ci_prob: float | None = None) -> Path:
@@ -114,7 +109,7 @@ def plot_forest(result, path, ci_prob: float | None = None) -> Path:
     ax.set_title(f"Bayesian {result.effective_spec.name}{pe}: candidates")
     ax.legend(loc="lower right", frameon=False)
     path = Path(path)
-    fig.savefig(path, dpi=120)
+    save_png(fig, path)
     return path
 
 
@@ -139,7 +134,7 @@ def plot_judges(result, path, ci_prob: float | None = None) -> Path:
     ax.set_title(f"Bayesian {result.effective_spec.name}: judge sensitivities")
     ax.legend(loc="lower right", frameon=False)
     path = Path(path)
-    fig.savefig(path, dpi=120)
+    save_png(fig, path)
     return path
 
 

@@ -9,9 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
 
+from ..figures import new_figure, save_png
 from ..palette import GREY, SERIES
 
 __all__ = ["plot_sweep"]
@@ -65,8 +64,7 @@ def plot_sweep(result, out_dir, level: float = 0.95) -> list[Path]:
         if grp.n.nunique() < 2:
             continue
         for fig_name, spec in PANELS.items():
-            fig = Figure(figsize=(10, 4.8), layout="constrained")
-            FigureCanvasAgg(fig)
+            fig = new_figure(10, 4.8)
             axes = fig.subplots(1, 2)
             for ax, (metric, ylabel, title) in zip(axes, spec):
                 _panel(ax, grp, result.methods, colour, metric, ylabel, title)
@@ -79,6 +77,6 @@ def plot_sweep(result, out_dir, level: float = 0.95) -> list[Path]:
                        ncol=min(len(handles), 5), frameon=False)
             fig.suptitle(f"Simulation, c = {c:g}, ρ = {rho:g}, {result.reps} replicates")
             path = out / f"simulation_{fig_name}_c{c:g}_rho{rho:g}.png"
-            fig.savefig(path, dpi=120)
+            save_png(fig, path)
             written.append(path)
     return written
