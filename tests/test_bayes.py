@@ -263,6 +263,14 @@ def test_population_theta_puts_scores_on_the_prompt_averaged_scale(small_posteri
     u = post.layout.theta_blocks["u"]
     keep = [i for i, f in enumerate(free) if not (u.start <= f < u.stop)]
     np.testing.assert_array_equal(pop[:, free[keep]], sampled[:, keep])
+    fixed = np.asarray(post.mask) == 0  # judge4's β_fam, held at zero by B.2: never sampled
+    assert fixed.any() and np.all(pop[:, fixed] == 0.0)
+    # --ci bayes reads exactly these draws (all finite: none counted as failed)
+    from oscar_jax.draw_sources import theta_draws
+
+    draws, failed = theta_draws(post, post.layout, "bayes")
+    assert failed == 0
+    np.testing.assert_array_equal(draws, pop)
 
 
 def test_same_seed_same_draws_other_seed_other_draws(sim_design):
