@@ -23,7 +23,7 @@ from .program_cache import persistent_jit, register_pytree_names
 # What a model-based (or independence-assuming posterior) interval must say of itself.
 INDEPENDENCE_NOTE = "assumes independent records; too narrow under prompt dependence"
 
-__all__ = ["Covariances", "covariances", "covariances_jit", "delta_se", "target_se", "targets", "targets_batch_jit", "Targets"]
+__all__ = ["Covariances", "covariances", "covariances_jit", "delta_se", "field_probability", "target_se", "targets", "targets_batch_jit", "Targets"]
 
 
 class Covariances(NamedTuple):
@@ -78,6 +78,13 @@ class Targets(NamedTuple):
     field: jax.Array      # (C,) logit of mean_{j≠i} q_ij (win probability against the field)
 
 
+def field_probability(q):
+    """(C,) mean_{j≠i} q_ij of a (C, C) win-probability matrix: the win probability against the field."""
+    c = q.shape[-1]
+    off = 1.0 - jnp.eye(c, dtype=q.dtype)
+    return jnp.sum(q * off, axis=1) / (c - 1)
+
+
 def targets(theta, layout: Layout) -> Targets:
     jac = jnp.asarray(layout.jacobian)
     phi = jac @ theta
@@ -91,10 +98,7 @@ def targets(theta, layout: Layout) -> Targets:
     h = gamma_bar * (s[:, None] - s[None, :])
     rms = jnp.sqrt(jnp.mean(s ** 2))
     log_kappa = log_gamma + jnp.log(rms)
-    c = layout.n_cand
-    q = jax.nn.sigmoid(h)
-    off = 1.0 - jnp.eye(c, dtype=theta.dtype)
-    field = jnp.sum(q * off, axis=1) / (c - 1)
+    field = field_probability(jax.nn.sigmoid(h))
     return Targets(s=s, h=h, log_gamma=log_gamma, log_kappa=log_kappa, gamma_bar=gamma_bar,
                    field=jnp.log(field) - jnp.log1p(-field))
 

@@ -25,7 +25,7 @@ from ..links import net_preference
 from ..params import Layout
 from ..progress import progress
 from ..prompt_average import QUAD_NODES, marginal_win_prob
-from ..sandwich import targets
+from ..sandwich import field_probability, targets
 from ..validate import OscarInputError, check_positive_int
 from ._model import ModelData, oscar_model, prompt_prior, theta_from_unconstrained
 
@@ -225,9 +225,7 @@ def posterior_targets(theta_free, sigma, free, layout: Layout) -> PosteriorTarge
     t = targets(theta, layout)
     # σ_u = 0 (the plain model): q = σ(h) exactly, without 401 quadrature nodes per pair.
     q = jax.lax.cond(sigma > 0, lambda: marginal_win_prob(t.h, t.gamma_bar, sigma), lambda: jax.nn.sigmoid(t.h))
-    c = layout.n_cand
-    off = 1.0 - jnp.eye(c, dtype=q.dtype)
-    q_field = jnp.sum(q * off, axis=1) / (c - 1)
+    q_field = field_probability(q)
     phi = jnp.asarray(layout.jacobian) @ theta
     beta = {}
     for term in layout.bias_terms:
