@@ -18,9 +18,9 @@ def test_one_rhat_threshold():
 
 def test_audit_and_bayes_use_the_same_threshold():
     from oscar_jax.audit import bayes as audit_bayes
-    from oscar_jax.bayes import _result
+    from oscar_jax.bayes import _diagnostics
 
-    assert _result.RHAT_MAX is RHAT_MAX
+    assert _diagnostics.RHAT_MAX is RHAT_MAX
     assert audit_bayes.rhat_ok is rhat_ok and audit_bayes.rhat_message is rhat_message
 
 
