@@ -55,18 +55,20 @@ class Problem(NamedTuple):
         The model actually fitted: ``spec`` less the terms the data cannot support.
     layout
         The parameter layout of ``effective_spec`` on ``design``.
-    notes
-        The design's notes (loader), then one per dropped term.
     dropped
-        The notes of the dropped terms alone.
+        One note per term the data cannot support (``notes`` adds the design's own first).
     """
 
     design: Design
     spec: ModelSpec
     effective_spec: ModelSpec
     layout: Layout
-    notes: tuple[str, ...]
     dropped: tuple[str, ...]
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        """The design's notes (loader), then one per dropped term."""
+        return tuple(self.design.notes) + self.dropped
 
 
 def prepare(data, model: str | ModelSpec = "oscar", *, ridge: float | None = None, schema: str | None = None,
@@ -83,4 +85,4 @@ def prepare(data, model: str | ModelSpec = "oscar", *, ridge: float | None = Non
     spec = parse_model(model, ridge)
     eff, dropped = design.effective_spec(spec)
     return Problem(design=design, spec=spec, effective_spec=eff, layout=design.layout(eff),
-                   notes=tuple(design.notes) + tuple(dropped), dropped=tuple(dropped))
+                   dropped=tuple(dropped))
