@@ -50,6 +50,8 @@ class BootstrapResult:
         t = self.batch.targets
         if name == "s":
             return t.s[v]
+        if name == "x":
+            return t.x[v]
         if name == "gamma":
             return np.exp(t.log_gamma[v])
         if name == "kappa":
@@ -93,9 +95,12 @@ class BootstrapResult:
     def leaderboard(self, ci: str | None = None, *, ci_prob: float | None = None) -> pd.DataFrame:
         """Candidates by full-data score with percentile intervals, P(best) and rank interval.
 
-        ``ci``: ``"percentile"`` (the only kind); ``ci_prob``: the level (default the result's).
+        ``score`` is the average-judge logit x = γ̄·s, as in :meth:`FitResult.leaderboard`;
+        the raw s is ``s``, ``s_lo``, ``s_hi``. ``ci``: ``"percentile"`` (the only kind);
+        ``ci_prob``: the level (default the result's).
         """
         prob = self._level(ci, ci_prob)
+        x_lo, x_hi = self._ci("x", prob)
         s_lo, s_hi = self._ci("s", prob)
         q_lo, q_hi = self._ci("field", prob)
         ranks = self.ranks.astype(float)
@@ -105,9 +110,12 @@ class BootstrapResult:
         names = self.design.candidates
         frame = pd.DataFrame({
             "candidate": names,
-            "score": self.full.scores,
-            "score_lo": s_lo,
-            "score_hi": s_hi,
+            "score": self.full.targets.x,
+            "score_lo": x_lo,
+            "score_hi": x_hi,
+            "s": self.full.scores,
+            "s_lo": s_lo,
+            "s_hi": s_hi,
             "q_field": sigmoid(self.full.targets.field),
             "q_field_lo": q_lo,
             "q_field_hi": q_hi,
@@ -171,7 +179,8 @@ class BootstrapResult:
         lb = self.leaderboard()
         jt = self.judges()
         cands = [{"name": r["candidate"], "rank": r["rank"], "score": r["score"], "lo": r["score_lo"],
-                  "hi": r["score_hi"], "p_best": r["p_best"], "q_field": r["q_field"],
+                  "hi": r["score_hi"], "s": r["s"], "s_lo": r["s_lo"], "s_hi": r["s_hi"],
+                  "p_best": r["p_best"], "q_field": r["q_field"],
                   "q_field_lo": r["q_field_lo"], "q_field_hi": r["q_field_hi"],
                   "rank_lo": r["rank_lo"], "rank_hi": r["rank_hi"]} for r in records(lb)]
         judges = []

@@ -85,13 +85,13 @@ def interval_draws(kind: str, result: FitResult, *, replicates: int = 500, seed:
 def draw_intervals(result: FitResult, draws, ci_prob: float | None = None) -> dict:
     """Percentile intervals of the main targets over θ draws (B, P).
 
-    Returns a dict of (lo, hi) array pairs: ``s`` (C,), ``q`` (C, C) win probabilities,
-    ``q_field`` (C,), ``kappa`` (K,). Point estimates stay those of ``result``.
+    Returns a dict of (lo, hi) array pairs: ``x`` (C,) average-judge logits, ``s`` (C,),
+    ``q`` (C, C) win probabilities, ``q_field`` (C,), ``kappa`` (K,). Point estimates stay those of ``result``.
     """
     ci_prob = check_ci_prob(result.ci_prob if ci_prob is None else ci_prob)
     draws = np.asarray(draws, dtype=float)
     t = jax.tree_util.tree_map(np.asarray, targets_batch_jit(draws, result.layout))
-    out = {"s": percentiles(t.s, ci_prob)}
+    out = {"x": percentiles(t.x, ci_prob), "s": percentiles(t.s, ci_prob)}
     lo, hi = percentiles(t.h, ci_prob)
     out["q"] = (sigmoid(lo), sigmoid(hi))
     lo, hi = percentiles(t.field, ci_prob)

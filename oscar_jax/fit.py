@@ -107,11 +107,13 @@ def fit(data, model: str | ModelSpec = "oscar", *, reference_judge: str | None =
 
     Scales
     ------
-    ``result.scores`` is s on the reference judge's scale. Leaderboards use the
-    average-judge logit x = γ̄·s, independent of the reference judge, with
+    ``result.leaderboard()["score"]`` (and the ``score`` of every ``oscar`` output) is
+    the average-judge logit x = γ̄·s, independent of the reference judge, with
     P(i beats j) = σ(x_i − x_j) for a judge of average sensitivity with biases at zero
-    (``result.win_prob``). Elo: ``arena_leaderboard(result, scale="elo")`` gives
-    1000 + (400/ln 10)·x with intervals and Rank (UB); win rate against a baseline:
+    (``result.win_prob``). The raw s, on the reference judge's scale, is
+    ``result.scores`` and the leaderboard's ``s`` column. Elo:
+    ``arena_leaderboard(result, scale="elo")`` gives 1000 + (400/ln 10)·x with
+    intervals and Rank (UB); win rate against a baseline:
     ``oscar_jax.scales.scaled_board(result, scale="winrate", baseline=NAME)``.
 
     Examples

@@ -29,7 +29,7 @@ def fit_payload(result, ci: str = "sandwich", intervals: dict | None = None) -> 
     for row in candidates:
         row["interval"] = by_name[row["candidate"]] or "ok"
         if by_name[row["candidate"]]:
-            row.update(score_lo=None, score_hi=None, q_field_lo=None, q_field_hi=None)
+            row.update(score_lo=None, score_hi=None, s_lo=None, s_hi=None, q_field_lo=None, q_field_hi=None)
     for row, kap, d in zip(judges, status["kappa"], status["D"]):
         if kap:
             row.update(gamma_lo=None, gamma_hi=None, kappa_lo=None, kappa_hi=None)
@@ -61,19 +61,21 @@ def fit_payload(result, ci: str = "sandwich", intervals: dict | None = None) -> 
 
 
 def with_draw_intervals(result, intervals: dict, candidates: list[dict], judges: list[dict], win: list[dict]) -> None:
-    """Replace the Wald intervals of scores, q against the field, κ and q_ij by percentile ones.
+    """Replace the Wald intervals of scores (x and s), q against the field, κ and q_ij by percentile ones.
 
     A flagged candidate keeps no interval; the win-probability and κ rows take the draws'
     intervals whatever their flags (the draws bound them where the Wald interval cannot).
     """
     index = {c: i for i, c in enumerate(result.design.candidates)}
+    x_lo, x_hi = intervals["x"]
     s_lo, s_hi = intervals["s"]
     f_lo, f_hi = intervals["q_field"]
     for cand in candidates:
         i = index[cand["candidate"]]
         if cand.get("interval", "ok") != "ok":
             continue
-        cand["score_lo"], cand["score_hi"] = float(s_lo[i]), float(s_hi[i])
+        cand["score_lo"], cand["score_hi"] = float(x_lo[i]), float(x_hi[i])
+        cand["s_lo"], cand["s_hi"] = float(s_lo[i]), float(s_hi[i])
         cand["q_field_lo"], cand["q_field_hi"] = float(f_lo[i]), float(f_hi[i])
     q_lo, q_hi = intervals["q"]
     for row in win:
@@ -98,7 +100,6 @@ def merge_board(payload: dict, board, scale: str):
         for k in keys:
             cand[k] = float(row[k])
         # One scale per output: score is on the board's scale; the raw s keeps its own name.
-        cand["s"], cand["s_lo"], cand["s_hi"] = cand.pop("score"), cand.pop("score_lo"), cand.pop("score_hi")
         cand["score"], cand["score_lo"], cand["score_hi"] = float(row["score"]), float(row["lo"]), float(row["hi"])
         cand["plus"], cand["minus"] = float(row["plus"]), float(row["minus"])
         if cand.get("interval", "ok") != "ok":  # flagged (oscar_jax.identification): no interval

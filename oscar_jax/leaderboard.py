@@ -120,8 +120,7 @@ def score_function(layout, anchor_index: int | None = None):
     vmaps (over bootstrap or posterior draws of θ).
     """
     def fn(theta):
-        t = targets(theta, layout)
-        x = t.gamma_bar * t.s
+        x = targets(theta, layout).x
         if anchor_index is not None:
             # Exactly 0 at the anchor: compiled, γ̄·s_i − γ̄·s_a may fuse into one FMA that
             # leaves the rounding error of γ̄·s_a (~1e-18) where the contrast is identically 0.

@@ -17,7 +17,7 @@ _TOP = 5
 
 
 def _top(result, n: int = _TOP):
-    x = result.gamma_bar * np.asarray(result.scores)
+    x = np.asarray(result.targets.x)
     order = np.argsort(-x, kind="mergesort")[:n]
     return [(result.design.candidates[i], float(x[i])) for i in order]
 
@@ -41,7 +41,7 @@ def fit_repr_html(result) -> str:
     d = result.design
     e = html.escape
     lb = result.leaderboard()
-    x = result.gamma_bar * lb["score"].to_numpy()
+    x = lb["score"].to_numpy()
     rows = "".join(
         f"<tr><td>{int(r)}</td><td style='text-align:left'>{e(str(c))}</td><td>{xi:.3f}</td>"
         f"<td>{q:.3f}</td><td>{int(v):,}</td></tr>"

@@ -103,7 +103,7 @@ class FitResult:
 
     @cached_property
     def targets(self):
-        """Targets at θ̂ (:class:`~oscar_jax.sandwich.Targets`: s, h, field, log γ, log κ, γ̄)."""
+        """Targets at θ̂ (:class:`~oscar_jax.sandwich.Targets`: s, x, h, field, log γ, log κ, γ̄)."""
         t = targets_jit(self.theta, self.layout)
         return jax.tree_util.tree_map(np.asarray, t)
 
@@ -268,9 +268,14 @@ class FitResult:
     def leaderboard(self, ci: str | None = None, *, ci_prob: float | None = None) -> pd.DataFrame:
         """Candidates by score: rank, score with CI, win probability against the field with CI.
 
-        ``ci``: ``"sandwich"`` (default) or ``"model"``; ``ci_prob``: the level (default the
-        fit's). ``q_field`` is the mean over the other candidates of q_ij, the probability
-        that a judge of average sensitivity prefers this candidate to a random other one.
+        ``score`` is the average-judge logit x_i = γ̄ s_i (so σ(x_i − x_j) = q_ij), the
+        same whichever judge is the reference and the ``score`` of ``oscar fit``; its
+        interval is the delta method's for x itself. The raw parameter s (reference-judge
+        scale, :attr:`scores`) and its interval are ``s``, ``s_lo``, ``s_hi``; for γ ≡ 1
+        models x = s. ``ci``: ``"sandwich"`` (default) or ``"model"``; ``ci_prob``: the
+        level (default the fit's). ``q_field`` is the mean over the other candidates of
+        q_ij, the probability that a judge of average sensitivity prefers this candidate
+        to a random other one.
         """
         ci, z = self._request(ci, ci_prob)
         se_t, _ = self._se(ci)
@@ -278,9 +283,12 @@ class FitResult:
         names = self.design.candidates
         frame = pd.DataFrame({
             "candidate": names,
-            "score": t.s,
-            "score_lo": t.s - z * se_t.s,
-            "score_hi": t.s + z * se_t.s,
+            "score": t.x,
+            "score_lo": t.x - z * se_t.x,
+            "score_hi": t.x + z * se_t.x,
+            "s": t.s,
+            "s_lo": t.s - z * se_t.s,
+            "s_hi": t.s + z * se_t.s,
             "q_field": sigmoid(t.field),
             "q_field_lo": sigmoid(t.field - z * se_t.field),
             "q_field_hi": sigmoid(t.field + z * se_t.field),

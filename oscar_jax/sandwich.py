@@ -70,7 +70,8 @@ def covariances(theta, mask, hess, info, arrays: DesignArrays, omega, *, layout:
 class Targets(NamedTuple):
     """Scale-invariant targets and their θ-gradients (A.8), candidates C, judges K."""
 
-    s: jax.Array          # (C,) scores (sum zero)
+    s: jax.Array          # (C,) scores (sum zero), on the reference judge's scale
+    x: jax.Array          # (C,) average-judge logits x = γ̄ s: the same for any reference judge
     h: jax.Array          # (C, C) h_ij = γ̄ (s_i − s_j)
     log_gamma: jax.Array  # (K,)
     log_kappa: jax.Array  # (K,) log κ_k = log γ_k + log RMS(s)
@@ -95,11 +96,12 @@ def targets(theta, layout: Layout) -> Targets:
     else:
         log_gamma = jnp.zeros(layout.n_judge, theta.dtype)
     gamma_bar = jnp.mean(jnp.exp(log_gamma))
+    x = gamma_bar * s
     h = gamma_bar * (s[:, None] - s[None, :])
     rms = jnp.sqrt(jnp.mean(s ** 2))
     log_kappa = log_gamma + jnp.log(rms)
     field = field_probability(jax.nn.sigmoid(h))
-    return Targets(s=s, h=h, log_gamma=log_gamma, log_kappa=log_kappa, gamma_bar=gamma_bar,
+    return Targets(s=s, x=x, h=h, log_gamma=log_gamma, log_kappa=log_kappa, gamma_bar=gamma_bar,
                    field=jnp.log(field) - jnp.log1p(-field))
 
 

@@ -14,7 +14,8 @@ output (``leaderboard.scale`` in JSON, the table title in text):
 ``--format fastchat`` writes FastChat's ``leaderboard_table_df`` columns from the Elo
 board: ``model, rating, variance, rating_q975, rating_q025, num_battles, final_ranking``.
 The raw per-model parameter s (reference-judge scale) stays available as ``s`` in JSON
-and as ``FitResult.scores`` in Python.
+and in every ``leaderboard()`` table, and as ``FitResult.scores`` in Python; the Python
+tables' ``score`` is the logit scale.
 """
 
 from __future__ import annotations
@@ -129,15 +130,10 @@ def draws_board(x_draws, names, votes, *, scale: str = "logit", ci_prob: float =
 def rescore(frame: pd.DataFrame, board: pd.DataFrame, key: str = "candidate") -> pd.DataFrame:
     """A leaderboard table with ``score``/``score_lo``/``score_hi`` taken from ``board``.
 
-    The table's own score columns (the raw s) are kept as ``s``, ``s_lo``, ``s_hi``.
+    The table's raw-s columns ``s``, ``s_lo``, ``s_hi`` stay as they are.
     """
     b = board.set_index("candidate").loc[frame[key]]
-    out = frame.rename(columns={"score": "s", "score_lo": "s_lo", "score_hi": "s_hi"})
-    pos = list(out.columns).index("s") if "s" in out.columns else 2
-    out.insert(pos, "score", b["score"].to_numpy())
-    out.insert(pos + 1, "score_lo", b["lo"].to_numpy())
-    out.insert(pos + 2, "score_hi", b["hi"].to_numpy())
-    return out
+    return frame.assign(score=b["score"].to_numpy(), score_lo=b["lo"].to_numpy(), score_hi=b["hi"].to_numpy())
 
 
 def scale_label(scale: str, baseline: str | None = None) -> str:
@@ -167,24 +163,23 @@ def on_scale(result, scale: str = "logit", anchor=None, ci_prob: float | None = 
             board = scaled_board(result.full, ci="bootstrap", scale=scale, anchor=anchor, draws=draws)
         return board, rescore(result.leaderboard(), board)
     ci_prob = result.ci_prob if ci_prob is None else ci_prob
-    s = result.draws("s")
-    gbar = result.draws("gamma").mean(axis=-1)  # γ̄ = mean_k γ_k per draw, as in the point fit
-    x = (gbar[..., None] * s).reshape(-1, s.shape[-1])
+    x = result.draws("x")
+    x = x.reshape(-1, x.shape[-1])
     votes = [result.design.counts.get("candidate_votes", {}).get(c, 0) for c in result.design.candidates]
     board = draws_board(x, result.design.candidates, votes, scale=scale, ci_prob=ci_prob, anchor=anchor)
     return board, rescore(result.leaderboard(ci_prob=ci_prob), board)
 
 
-def put_on_scale(candidates: list[dict], board: pd.DataFrame, raw: dict[str, str]) -> None:
+def put_on_scale(candidates: list[dict], board: pd.DataFrame, raw: tuple[str, ...] = ()) -> None:
     """One scale per output: each JSON candidate's ``score``/``lo``/``hi``/``rank_ub`` from ``board``.
 
-    ``raw`` renames the candidate's own fields (the raw s and its interval) out of the way,
-    e.g. ``{"score": "s", "lo": "s_lo", "hi": "s_hi"}``.
+    ``raw`` names the candidate's own fields that the board's replace: each is dropped
+    (the raw s keeps its own fields, ``s``…), e.g. ``("mean", "sd")``.
     """
     rows = board.set_index("candidate")
     for cand in candidates:
-        for old, new in raw.items():
-            cand[new] = cand.pop(old)
+        for old in raw:
+            cand.pop(old)
         row = rows.loc[cand["name"]]
         cand["score"], cand["lo"], cand["hi"] = float(row["score"]), float(row["lo"]), float(row["hi"])
         cand["rank_ub"] = int(row["rank_ub"])

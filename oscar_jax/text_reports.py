@@ -12,7 +12,7 @@ from .results import FitResult
 from .scales import on_scale, scale_label
 
 __all__ = ["bayes_report", "bootstrap_report", "compare_report", "fit_report", "fmt_or", "header", "leaderboard_text", "judges_text",
-           "scored_leaderboard", "win_text"]
+           "win_text"]
 
 _CI_NAME = {"sandwich": "prompt-cluster sandwich",
             "model": "model-based: assumes independent records; too narrow under prompt dependence"}
@@ -48,27 +48,10 @@ def header(result: FitResult, ci: str = "sandwich") -> str:
     return "\n".join(textwrap.fill(line, 80, subsequent_indent="  ") for line in lines)
 
 
-def scored_leaderboard(result: FitResult, ci: str = "sandwich") -> pd.DataFrame:
-    """``result.leaderboard(ci)`` with ``score`` on the average-judge logit scale x = γ̄·s.
-
-    x does not depend on the choice of reference judge (s does); its interval is the delta
-    method's for x itself. The raw s and its interval stay as ``s``, ``s_lo``, ``s_hi``.
-    """
-    from .leaderboard import arena_leaderboard
-
-    lb = result.leaderboard(ci)
-    x = arena_leaderboard(result, ci=ci, scale="logit").set_index("candidate").loc[lb.candidate]
-    lb = lb.rename(columns={"score": "s", "score_lo": "s_lo", "score_hi": "s_hi"})
-    lb.insert(2, "score", x["logit"].to_numpy())
-    lb.insert(3, "score_lo", x["logit_lo"].to_numpy())
-    lb.insert(4, "score_hi", x["logit_hi"].to_numpy())
-    return lb
-
-
 def leaderboard_text(result: FitResult, ci: str = "sandwich") -> str:
     from .identification import interval_status
 
-    lb = scored_leaderboard(result, ci)
+    lb = result.leaderboard(ci)
     status = dict(zip(result.design.candidates, interval_status(result, ci)["candidates"]))
     st = [status[c] for c in lb.candidate]
     lb = lb.assign(score_ci=[_ci_or(x, lo, hi) for x, lo, hi in zip(st, lb.score_lo, lb.score_hi)],

@@ -223,6 +223,12 @@ def test_summaries_are_consistent(small_posterior):
     lb = post.leaderboard()
     assert lb.p_best.sum() == pytest.approx(1.0)
     assert np.all((lb.score_lo <= lb.score) & (lb.score <= lb.score_hi))
+    assert np.all((lb.s_lo <= lb.s) & (lb.s <= lb.s_hi))
+    # score: posterior mean of the average-judge logit γ̄·s, as FitResult.leaderboard; s beside it
+    by_name = lb.set_index("candidate").loc[list(post.design.candidates)]
+    x = post.draws("gamma_bar")[..., None] * post.draws("s")
+    np.testing.assert_allclose(by_name.score, x.mean(axis=(0, 1)), atol=1e-12)
+    np.testing.assert_allclose(by_name.s, post.scores, atol=1e-12)
     rp = post.rank_probabilities()
     np.testing.assert_allclose(rp.sum(axis=1), 1.0)
     np.testing.assert_allclose(rp.sum(axis=0), 1.0)

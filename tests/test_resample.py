@@ -8,6 +8,7 @@ the single fit and the explicit-resample fit add one compile each.
 
 from __future__ import annotations
 
+import io
 import json
 
 import jax
@@ -195,11 +196,13 @@ def test_column_selection_per_replicate_and_failed_replicates_excluded(design, f
     boot = BootstrapResult(full=full, batch=batch, seed=9)
     assert boot.failed == 1 and boot.replicates == 6
     lb = boot.leaderboard().set_index("candidate")
-    valid_s = batch.targets.s[:5]
+    valid = batch.targets
     for c, name in enumerate(design.candidates):
-        lo, hi = np.quantile(valid_s[:, c], [0.025, 0.975])
-        assert lb.loc[name, "score_lo"] == pytest.approx(lo, abs=1e-14)
-        assert lb.loc[name, "score_hi"] == pytest.approx(hi, abs=1e-14)
+        # score: the average-judge logit x = γ̄·s, as FitResult.leaderboard; s beside it
+        for col, draws in (("score", valid.x[:5]), ("s", valid.s[:5])):
+            lo, hi = np.quantile(draws[:, c], [0.025, 0.975])
+            assert lb.loc[name, f"{col}_lo"] == pytest.approx(lo, abs=1e-14)
+            assert lb.loc[name, f"{col}_hi"] == pytest.approx(hi, abs=1e-14)
     assert boot.ranks.shape == (5, design.n_cand)
 
 
@@ -221,6 +224,8 @@ def test_bootstrap_tables_centre_on_full_fit(boot, full, design):
     ref = full.leaderboard()
     np.testing.assert_array_equal(lb.candidate, ref.candidate)
     np.testing.assert_array_equal(lb.score, ref.score)  # the full-data fit, not a bootstrap median
+    np.testing.assert_array_equal(lb.s, ref.s)
+    np.testing.assert_allclose(lb.score, full.gamma_bar * lb.s, atol=1e-12)  # one scale: x = γ̄·s
     assert np.all(lb.score_lo <= lb.score_hi)
     jt = boot.judges()
     np.testing.assert_array_equal(jt.kappa, full.kappa)
@@ -263,6 +268,12 @@ def test_cli_bootstrap(tmp_path, frame, capsys):
     payload = json.loads(capsys.readouterr().out)
     assert payload["replicates"] == 8 and payload["failed"] == 0
     assert len(payload["candidates"]) == 8 and len(payload["judges"]) == 5
+    # One scale per output: the CSV's score is the JSON's (average-judge logit), s beside it.
+    assert cli.main(base + ["--format", "csv"]) == 0
+    csv = pd.read_csv(io.StringIO(capsys.readouterr().out)).set_index("candidate")
+    for cand in payload["candidates"]:
+        for key, col in (("score", "score"), ("lo", "score_lo"), ("hi", "score_hi"), ("s", "s"), ("s_lo", "s_lo")):
+            assert csv.loc[cand["name"], col] == pytest.approx(cand[key], abs=1e-12), (cand["name"], key)
     assert cli.main(base + ["--out", str(tmp_path / "out")]) == 0
     text = capsys.readouterr().out
     assert "P(best)" in text and "Rank distribution" in text

@@ -88,8 +88,11 @@ class BayesResult:
 
         A per-judge variable comes back over every judge: entries that are constants
         (γ of the reference judge, coefficients held at 0) are stored in ``constant_data``
-        and filled in here.
+        and filled in here. ``"x"`` is the average-judge logit γ̄·s of each draw (the
+        leaderboard's score), derived from the stored γ and s.
         """
+        if name == "x":  # γ̄ = mean_k γ_k per draw, as in sandwich.targets
+            return self.draws("gamma").mean(axis=-1)[..., None] * self.draws("s")
         dim = f"judge_{name}"
         post = self.idata.posterior
         if name in post and dim not in post[name].dims:
@@ -171,17 +174,25 @@ class BayesResult:
 
     # ------------------------------------------------------------------ tables
     def leaderboard(self, ci: str | float | None = None, *, ci_prob: float | None = None) -> pd.DataFrame:
-        """Candidates by posterior mean score, with HDIs, q against the field and P(best)."""
+        """Candidates by posterior mean score, with HDIs, q against the field and P(best).
+
+        ``score`` is the average-judge logit x = γ̄·s (posterior mean, sd and HDI), as in
+        :meth:`FitResult.leaderboard`; the raw s is ``s``, ``s_sd``, ``s_lo``, ``s_hi``.
+        """
         prob = self.interval_level(ci, ci_prob)
-        s, qf = self.draws("s"), self.draws("q_field")
-        s_hdi, q_hdi = self._hdi(s, prob), self._hdi(qf, prob)
+        x, s, qf = self.draws("x"), self.draws("s"), self.draws("q_field")
+        x_hdi, s_hdi, q_hdi = self._hdi(x, prob), self._hdi(s, prob), self._hdi(qf, prob)
         names = self.design.candidates
         frame = pd.DataFrame({
             "candidate": names,
-            "score": s.mean(axis=(0, 1)),
-            "score_sd": s.std(axis=(0, 1)),
-            "score_lo": s_hdi[:, 0],
-            "score_hi": s_hdi[:, 1],
+            "score": x.mean(axis=(0, 1)),
+            "score_sd": x.std(axis=(0, 1)),
+            "score_lo": x_hdi[:, 0],
+            "score_hi": x_hdi[:, 1],
+            "s": s.mean(axis=(0, 1)),
+            "s_sd": s.std(axis=(0, 1)),
+            "s_lo": s_hdi[:, 0],
+            "s_hi": s_hdi[:, 1],
             "q_field": qf.mean(axis=(0, 1)),
             "q_field_lo": q_hdi[:, 0],
             "q_field_hi": q_hdi[:, 1],
@@ -323,7 +334,8 @@ class BayesResult:
         lb, jt = self.leaderboard(ci_prob=prob), self.judges(ci_prob=prob)
 
         candidates = [{"name": r.candidate, "rank": int(r.rank), "mean": num(r.score), "sd": num(r.score_sd),
-                       "lo": num(r.score_lo), "hi": num(r.score_hi), "q_field": num(r.q_field),
+                       "lo": num(r.score_lo), "hi": num(r.score_hi), "s_mean": num(r.s), "s_sd": num(r.s_sd),
+                       "s_lo": num(r.s_lo), "s_hi": num(r.s_hi), "q_field": num(r.q_field),
                        "q_field_lo": num(r.q_field_lo), "q_field_hi": num(r.q_field_hi), "p_best": num(r.p_best),
                        "rank_mean": num(r.rank_mean), "votes": int(r.votes)} for r in lb.itertuples()]
         judges = [{"name": r.judge, "n": int(r.n), "reference": bool(r.reference),

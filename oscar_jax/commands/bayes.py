@@ -80,7 +80,7 @@ def run(args) -> int:
     if args.format == "json":
         payload = result.to_dict(args.ci_prob)
         board, _ = on_scale(result, args.scale, args.anchor, args.ci_prob)
-        put_on_scale(payload["candidates"], board, {"mean": "s_mean", "sd": "s_sd", "lo": "s_lo", "hi": "s_hi"})
+        put_on_scale(payload["candidates"], board, ("mean", "sd"))
         payload["scale"] = {"scale": args.scale, "anchor": board.attrs.get("anchor"),
                             "score": "posterior mean and equal-tailed interval on the chosen scale (oscar_jax.scales)"}
         emit_json(payload)

@@ -51,18 +51,18 @@ def run(args) -> int:
     boot = bootstrap(design, args.model, replicates=args.replicates, seed=args.seed, ci_prob=args.ci_prob,
                      ridge=args.ridge, chunk_size=args.chunk_size)
     payload = boot.to_dict()
-    board, _ = on_scale(boot, args.scale, args.anchor)
-    put_on_scale(payload["candidates"], board, {"score": "s", "lo": "s_lo", "hi": "s_hi"})
+    board, lb = on_scale(boot, args.scale, args.anchor)
+    put_on_scale(payload["candidates"], board)
     payload["scale"] = {"scale": args.scale, "anchor": board.attrs.get("anchor"),
                         "score": "see oscar_jax.scales; s is the reference-judge-scale parameter"}
     if args.out:
-        write_tables(args.out, {"leaderboard": boot.leaderboard(), "judges": boot.judges(),
+        write_tables(args.out, {"leaderboard": lb, "judges": boot.judges(),
                                 "win_prob": boot.win_matrix(), "rank_distribution": boot.rank_distribution(),
                                 "failures": pd.DataFrame([boot.batch.failure_counts()])}, payload)
     if args.format == "json":
         emit_json(payload)
     elif args.format == "csv":
-        emit(boot.leaderboard().to_csv(index=False))
+        emit(lb.to_csv(index=False))
     else:
         emit(bootstrap_report(boot, args.scale, args.anchor))
     return 0

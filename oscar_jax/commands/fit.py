@@ -11,7 +11,7 @@ from ..leaderboard import CI_SOURCES, ELO_BASE, ELO_SLOPE, arena_text, parse_anc
 from ..render import fill, write_tables
 from ..sandwich import INDEPENDENCE_NOTE
 from ..scales import SCORE_SCALES, fastchat_table, scaled_board
-from ..text_reports import fit_report, header, judges_text, scored_leaderboard, win_text
+from ..text_reports import fit_report, header, judges_text, win_text
 from ..validate import check_ci_prob, check_positive_int, resolve_name
 from ._common import (
     MODELS_HELP,
@@ -149,13 +149,13 @@ def run(args) -> int:
         payload["plots"] = {k: str(v) for k, v in plots.items()}
 
     if args.out:
-        write_tables(args.out, {"leaderboard": scored_leaderboard(result, wald), "arena": board,
+        write_tables(args.out, {"leaderboard": result.leaderboard(wald), "arena": board,
                                 "judges": result.judges(wald), "win_prob": result.win_matrix(wald)}, payload)
     if args.format == "json":
         emit_json(payload)
     elif args.format == "csv":
         plain = args.scale == "logit" and anchor is None and not draw_based
-        emit((scored_leaderboard(result, wald) if plain else board).to_csv(index=False))
+        emit((result.leaderboard(wald) if plain else board).to_csv(index=False))
     elif args.format == "fastchat":
         emit(fastchat_table(result, ci=args.ci, anchor=anchor, draws=draws, board=board).to_csv(index=False))
     else:
