@@ -103,4 +103,4 @@ def merge_board(payload: dict, board, scale: str):
         cand["score"], cand["score_lo"], cand["score_hi"] = float(row["score"]), float(row["lo"]), float(row["hi"])
         cand["plus"], cand["minus"] = float(row["plus"]), float(row["minus"])
         if cand.get("interval", "ok") != "ok":  # flagged (oscar_jax.identification): no interval
-            cand.update({k: None for k in keys[1:]}, plus=None, minus=None)
+            cand.update({k: None for k in keys[1:]}, score_lo=None, score_hi=None, plus=None, minus=None)

@@ -157,11 +157,16 @@ def test_judge_always_choosing_slot_a_is_separated_and_not_shown_as_confident():
     assert "[0.995, 0.995]" not in text
 
 
-def test_candidate_winning_every_record_is_separated_and_every_kappa_unbounded():
+def _one_candidate_wins_everything():
     a = _eco()
     c = "claude-3-haiku"
     a.loc[a.candidate_a == c, "outcome"] = "A"
     a.loc[a.candidate_b == c, "outcome"] = "B"
+    return a, c
+
+
+def test_candidate_winning_every_record_is_separated_and_every_kappa_unbounded():
+    a, c = _one_candidate_wins_everything()
     result = oj.fit(a, "j+p", warn=False)
     cand, _ = _flags(result)
     assert cand == {c: "separated"}
@@ -173,6 +178,19 @@ def test_candidate_winning_every_record_is_separated_and_every_kappa_unbounded()
     row = next(r for r in payload["candidates"] if r["candidate"] == c)
     assert row["score_lo"] is None and row["interval"] == "unbounded"
     assert all(r["lo"] is None for r in payload["win_prob"] if c in (r["a"], r["b"]))
+
+
+def test_cli_json_gives_a_separated_candidate_no_interval_on_any_scale(tmp_path, capsys):
+    from oscar_jax.cli import main
+
+    a, c = _one_candidate_wins_everything()
+    a.to_csv(tmp_path / "sep.csv", index=False)
+    for scale in ("logit", "elo"):
+        capsys.readouterr()
+        assert main(["fit", str(tmp_path / "sep.csv"), "--model", "j+p", "--scale", scale, "--format", "json"]) == 0
+        row = next(r for r in json.loads(capsys.readouterr().out)["candidates"] if r["candidate"] == c)
+        shown = {k: row[k] for k in ("score_lo", "score_hi", f"{scale}_lo", f"{scale}_hi", "plus", "minus")}
+        assert set(shown.values()) == {None}, shown
 
 
 def test_three_record_judge_is_flagged():
