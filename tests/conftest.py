@@ -1,9 +1,22 @@
 import os
+import shutil
+import tempfile
 
 import pytest
 
-# The CLI enables a persistent XLA cache in ~/.cache; tests must not write there.
-os.environ.setdefault("OSCAR_JAX_CACHE_DIR", "off")
+# The CLI and the API keep compiled programs in ~/.cache; tests must not write there. They get
+# a fresh cache of their own instead of none: the suite compiles the same programs many times
+# (new closures of one shape, CLI subprocesses, again after release_compiled), and reading them
+# back instead cut a CLI-heavy subset from 757 s to 571 s. The first process to get here owns
+# the folder; pytest-xdist workers inherit it from the controller's environment and share it.
+_OWN_CACHE = None
+if "OSCAR_JAX_CACHE_DIR" not in os.environ:
+    _OWN_CACHE = os.environ["OSCAR_JAX_CACHE_DIR"] = tempfile.mkdtemp(prefix="oscar_jax_tests_")
+
+
+def pytest_unconfigure(config):
+    if _OWN_CACHE is not None:
+        shutil.rmtree(_OWN_CACHE, ignore_errors=True)
 
 import jax  # noqa: E402
 from helpers import n_memory_mappings  # noqa: E402
