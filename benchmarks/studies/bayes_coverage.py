@@ -75,6 +75,7 @@ def main(argv=None) -> int:
     parser.add_argument("--reps", type=int, default=50)
     parser.add_argument("--first", type=int, default=0,
                         help="first replicate (replicates --first … --reps − 1; split a study over processes)")
+    parser.add_argument("--only", default="", help="comma-separated replicates to run (fills gaps of a split study)")
     parser.add_argument("--summarize", action="store_true",
                         help="only write the Markdown table of --out (e.g. after concatenating split CSVs)")
     parser.add_argument("--structure", choices=sorted(STRUCTURES), default="copula",
@@ -119,8 +120,9 @@ def main(argv=None) -> int:
         writer = csv.DictWriter(fh, fieldnames=FIELDS)
         if new_file:
             writer.writeheader()
+        only = {int(r) for r in args.only.split(",") if r.strip()}
         for rep in range(args.first, args.reps):
-            if rep in done:
+            if rep in done or (only and rep not in only):
                 continue
             seed = args.seed + rep
             k_data, k_plain, k_prompt = jax.random.split(jax.random.PRNGKey(seed), 3)
