@@ -70,7 +70,7 @@ def interval_draws(kind: str, result: FitResult, *, replicates: int = 500, seed:
 
     ``bootstrap`` reuses ``result`` as the full-data fit (the point estimate stays this
     one). ``prompt_effect`` (``bayes`` only): None for the posterior's default (the prompt ×
-    candidate effect when prompts carry more than one record), False to drop it.
+    candidate effect when at least half of the records share their prompt), False to drop it.
     """
     fn = interval_source(kind)
     if kind == "bootstrap":

@@ -73,6 +73,11 @@ def point_intervals(sim, layout, n_prompts, ridge):
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--reps", type=int, default=50)
+    parser.add_argument("--first", type=int, default=0,
+                        help="first replicate (replicates --first … --reps − 1; split a study over processes)")
+    parser.add_argument("--only", default="", help="comma-separated replicates to run (fills gaps of a split study)")
+    parser.add_argument("--summarize", action="store_true",
+                        help="only write the Markdown table of --out (e.g. after concatenating split CSVs)")
     parser.add_argument("--structure", choices=sorted(STRUCTURES), default="copula",
                         help="dependence structure: Appendix G copula or prompt × candidate effects")
     parser.add_argument("--n-prompts", type=int, default=None,
@@ -96,10 +101,13 @@ def main(argv=None) -> int:
     params = base.with_controls(rho=args.rho)
     args.rho = params.rho
     models = [BAYES[m.strip()] for m in args.bayes.split(",") if m.strip()]
+    settings = NutsSettings(chains=args.chains, warmup=args.warmup, draws=args.draws)
+    if args.summarize:
+        write_markdown(Path(args.out), args, settings)
+        return 0
     spec = parse_model("oscar")
     layout = Layout(params.n_cand, params.n_judge, 0, 0, spec.structure())
     priors = Priors().resolved(spec.ridge)
-    settings = NutsSettings(chains=args.chains, warmup=args.warmup, draws=args.draws)
     iu = np.triu_indices(params.n_cand, 1)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -112,8 +120,9 @@ def main(argv=None) -> int:
         writer = csv.DictWriter(fh, fieldnames=FIELDS)
         if new_file:
             writer.writeheader()
-        for rep in range(args.reps):
-            if rep in done:
+        only = {int(r) for r in args.only.split(",") if r.strip()}
+        for rep in range(args.first, args.reps):
+            if rep in done or (only and rep not in only):
                 continue
             seed = args.seed + rep
             k_data, k_plain, k_prompt = jax.random.split(jax.random.PRNGKey(seed), 3)

@@ -11,8 +11,8 @@ HELP = "Bayesian fit (NUTS): leaderboard with credible intervals, P(best), judge
 DESCRIPTION = (
     "Samples the posterior of an OSCAR-family model with NumPyro's NUTS (several chains in parallel). "
     "Priors default to Normal(0, 1/λ) on every free coordinate, the Bayesian reading of the point "
-    "fit's ridge, so the posterior concentrates where the penalized fit does. When prompts carry more "
-    "than one record the model includes a prompt × candidate random effect (a prompt may favour some "
+    "fit's ridge, so the posterior concentrates where the penalized fit does. When at least half of the "
+    "records share their prompt the model includes a prompt × candidate random effect (a prompt may favour some "
     "candidates), which accounts for within-prompt dependence as the cluster sandwich does; "
     "--no-prompt-effect drops it (faster, but the intervals then assume independent records and are "
     "too narrow under prompt dependence). Prints posterior means with highest-density intervals, "
@@ -29,8 +29,8 @@ def add_arguments(parser):
     parser.add_argument("--seed", type=int, default=0, help="seed of initial values and trajectories (default 0)")
     effect = parser.add_mutually_exclusive_group()
     effect.add_argument("--prompt-effect", nargs="?", const="candidate", default=None, choices=["candidate", "slot"],
-                        help="prompt random effect: candidate (default whenever prompts carry more than one "
-                             "record: s_{i,g} = s_i + σ_u u_{g,i}) or slot (older single slot-A shift per prompt)")
+                        help="prompt random effect: candidate (default when at least half of the records share "
+                             "their prompt: s_{i,g} = s_i + σ_u u_{g,i}) or slot (older single slot-A shift per prompt)")
     effect.add_argument("--no-prompt-effect", action="store_true",
                         help="no prompt effect: much faster (it works on cell totals, not on every prompt), but "
                              "the intervals assume independent records and are too narrow under prompt dependence "
