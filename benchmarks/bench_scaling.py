@@ -115,6 +115,8 @@ def worker(spec_json: str) -> dict:
     out = {**job, "n_prompts": g, "n_theta": layout.n_theta, "simulate_s": time.perf_counter() - t0,
            "rss_start_mb": rss_start, "rss_import_mb": rss_import}
 
+    if job["kind"] == "api":
+        return _api_worker(job, out, params)
     if job["kind"] == "scipy":
         from benchmarks.baseline_scipy import ScipyFit
 
@@ -172,6 +174,38 @@ def worker(spec_json: str) -> dict:
                n_iter=int(core.n_iter), converged=bool(core.converged), ok=bool(core.ok),
                stationary=bool(core.stationary), grad_inf_per_n=float(core.grad_inf) / n,
                n_free=int(core.n_free), peak_mb=_peak_mb())
+    return out
+
+
+def _api_worker(job: dict, out: dict, params) -> dict:
+    """What a user runs: ``oj.fit`` on a DataFrame with response lengths (design building included)."""
+    import numpy as np
+
+    import oscar_jax as oj
+    from oscar_jax.problem import prepare
+    from oscar_jax.simulate import family_map_of, simulate_frame
+
+    t0 = time.perf_counter()
+    frame = simulate_frame(seed=job["seed"], n_prompts=out["n_prompts"], params=params)
+    fam = family_map_of(params)
+    out["frame_s"] = time.perf_counter() - t0
+    out["rss_before_fit_mb"] = _rss_mb()
+    t0 = time.perf_counter()
+    res = oj.fit(frame, job["model"], family_map=fam, warn=False)
+    out["api_first_s"] = time.perf_counter() - t0
+    times, cpu, prep = [], [], []
+    for _ in range(job["repeats"]):
+        t0, c0 = time.perf_counter(), time.process_time()
+        res = oj.fit(frame, job["model"], family_map=fam, warn=False)
+        times.append(time.perf_counter() - t0)
+        cpu.append(time.process_time() - c0)
+        t0 = time.perf_counter()
+        prepare(frame, job["model"], family_map=fam)
+        prep.append(time.perf_counter() - t0)
+    core = res.core
+    out.update(fit_s=float(np.median(times)), fit_cpu_s=float(np.median(cpu)), prepare_s=float(np.median(prep)),
+               n_cells=res.design.n_cells, objective=float(core.objective), n_iter=int(core.n_iter),
+               ok=bool(core.ok), peak_mb=_peak_mb())
     return out
 
 
@@ -239,6 +273,24 @@ def markdown(rows, args, machine: str) -> str:
             f"{r['objective']:.4f} | {checks} | {r['peak_mb']:.0f} | {r['peak_mb'] - r['rss_before_fit_mb']:.0f} | "
             f"{_fmt(sp, '.2f', 'not run')} | {_fmt(b.get('fit_cpu_s'), '.2f')} | {_fmt(gap, '.1e')} | "
             f"{_fmt(speed, '.2f' if speed is not None and speed < 10 else '.0f')}{'' if sp is None else '×'} |")
+    api = [r for r in rows if r["kind"] == "api"]
+    if api:
+        lines += ["", "End to end: `oj.fit(frame, model, family_map=…)` on a DataFrame with response lengths "
+                  "(`simulate_frame`; loading, design building, the compiled fit with two starts and B.3 checks; "
+                  "median of repeats after a first call that compiles). `prepare` = loading + design building "
+                  "alone. `Δ RSS` = peak − RSS with the frame built (before the first fit).", "",
+                  "| C | K | N records | cells | first call (s) | oj.fit (s) | oj.fit CPU (s) | prepare (s) | "
+                  "peak RSS (MB) | Δ RSS (MB) | scipy (s) | scipy ÷ oj.fit |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+        for r in api:
+            if "error" in r:
+                lines.append(f"| {r['n_cand']} | {r['n_judge']} | {r['n_records']:,} | {r['error']} |" + " |" * 8)
+                continue
+            sp = base.get((r["n_cand"], r["n_records"]), {}).get("fit_s")
+            lines.append(
+                f"| {r['n_cand']} | {r['n_judge']} | {r['n_records']:,} | {r['n_cells']:,} | {r['api_first_s']:.2f} | "
+                f"{r['fit_s']:.3f} | {r['fit_cpu_s']:.3f} | {r['prepare_s']:.3f} | {r['peak_mb']:.0f} | "
+                f"{r['peak_mb'] - r['rss_before_fit_mb']:.0f} | {_fmt(sp, '.2f', 'not run')} | "
+                f"{_fmt(None if sp is None else sp / r['fit_s'], '.2f')} |")
     big = [r for r in ours if "error" not in r and r["n_records"] >= 1_000_000]
     lines.append("")
     if big:
@@ -318,6 +370,8 @@ def main(argv=None):
     parser.add_argument("--judges", type=int, default=20)
     parser.add_argument("--sweep-records", type=int, default=100_000, help="N of the candidate sweep")
     parser.add_argument("--scipy-max", type=int, default=100_000, help="run the scipy baseline up to this N")
+    parser.add_argument("--api-max", type=int, default=0,
+                        help="also time oj.fit on a DataFrame (design building included) up to this N")
     parser.add_argument("--model", default="oscar")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--repeats", type=int, default=None, help="timed fits per size (default 5, 2 at N ≥ 3e5)")
@@ -352,6 +406,11 @@ def main(argv=None):
         msg = res.get("error") or (f"fit {res['fit_s']:.3f} s, compile {res['compile_s']:.1f} s, "
                                    f"peak {res['peak_mb']:.0f} MB")
         print(f"[scaling] oscar C={c} N={n:,}: {msg} ({time.perf_counter() - t0:.0f} s)", flush=True)
+        if n <= args.api_max:
+            res = run_job({**common, "kind": "api", "repeats": min(reps, 3)}, args.timeout)
+            rows.append(res)
+            msg = res.get("error") or f"oj.fit {res['fit_s']:.2f} s (prepare {res['prepare_s']:.2f} s)"
+            print(f"[scaling] api C={c} N={n:,}: {msg}", flush=True)
         if n <= args.scipy_max:
             res = run_job({**common, "kind": "scipy"}, args.timeout)
             rows.append(res)

@@ -83,9 +83,15 @@ def outcome_from_labels(values: pd.Series, column: str, mapping: dict, allow_num
 
     ``frame`` (the frame ``values`` came from) lets errors name the raw input row.
     """
+    raw_values = values.to_numpy()
+    if allow_numeric and raw_values.dtype.kind in "fiu":
+        # Numbers pass through: vectorised unless one is out of range (the loop names it).
+        number = raw_values.astype(float)
+        if np.all(np.isfinite(number) & (number >= 0.0) & (number <= 1.0)):
+            return number, np.where(number == 0.5, "tie", "").astype(object)
     y = np.empty(len(values))
     kind = np.empty(len(values), dtype=object)
-    for i, raw in enumerate(values.to_numpy()):
+    for i, raw in enumerate(raw_values):
         key = raw.strip().lower() if isinstance(raw, str) else raw
         if isinstance(key, str) and key in mapping:
             y[i], kind[i] = mapping[key]
@@ -199,6 +205,9 @@ def prompt_ids(frame: pd.DataFrame, column: str, report) -> pd.Series:
         raise OscarInputError(f"column {column!r} {row_label(frame, row)}: missing prompt id; give every record "
                               f"its prompt's id (records of one prompt form one cluster), or drop the {column!r} "
                               "column to make every record its own cluster")
+    if pd.api.types.infer_dtype(col, skipna=False) == "string":
+        # Strings are their own keys: one hash pass instead of a Python call per record.
+        return col.astype(object)
     return col.map(prompt_key)
 
 

@@ -33,14 +33,24 @@ __all__ = [
 
 
 def _columns(theta, arrays: DesignArrays, layout: Layout):
-    """Local parameters as a column batch (n_local, C_): records on the minor axis."""
+    """Local parameters as rows (s_a, s_b, judge slots…), each (C_,): one gather per slot.
+
+    Gathering slot by slot from φ (a few hundred numbers) fuses into the per-record
+    arithmetic; an (C_, n_local) index array and its gather were two extra passes.
+    """
     phi = jnp.asarray(layout.jacobian) @ theta
-    return phi[local_index(layout, arrays.a, arrays.b, arrays.k)].T
+    judge = np.asarray(layout.judge_slots)
+    return [phi[arrays.a], phi[arrays.b]] + [phi[judge[:, j]][arrays.k] for j in range(judge.shape[1])]
+
+
+def _rows(x):
+    """Columns of a record-major (C_, m) array as m rows."""
+    return [x[:, j] for j in range(x.shape[1])]
 
 
 def loss_value(theta, arrays: DesignArrays, stats, layout: Layout):
     """Unpenalized loss Σ_t ℓ_t(θ) at cell statistics ``stats`` (C_, 3)."""
-    return jnp.sum(local_loss(_columns(theta, arrays, layout), arrays.z.T, stats.T, layout))
+    return jnp.sum(local_loss(_columns(theta, arrays, layout), _rows(arrays.z), _rows(stats), layout))
 
 
 @lru_cache(maxsize=128)
@@ -65,71 +75,114 @@ def _theta_map(layout: Layout) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return jac[:c, :c - 1], judge, slot
 
 
-def _assemble(P, arrays, stats, layout, with_hess=True):
-    """Sum per-cell local gradients/Hessians by parameter, then map to θ = (u, judge part).
+CHUNK = 1 << 15  # records per pass of the derivative sums (a few MB of per-record work arrays)
+
+
+def _tables(theta, arrays, stats, layout, with_hess=True, expected=False):
+    """The per-parameter sums of one batch of cells: (Σℓ, by (a, k), by (b, k), by k, by (a, b)).
 
     Every record touches two candidate slots (s_a, s_b) and judge k's slots, and its
     Hessian is given by its distinct entries (:class:`~oscar_jax.model.HessianCells`):
     ∂²/∂d² goes to (a, a), (b, b) and −(a, b); ∂²/∂d∂φ_j to (a, k's slot j) and
-    −(b, k's slot j); the judge-slot pairs to judge k's block. Each is reduced by a
-    segment sum over a small key — a or b, (a, b), (a or b, k), k — and the θ-space
-    matrix is *built* from the reduced blocks (:func:`_theta_map`): Helmert products on
-    the score block, gathers for the judge coordinates (two of which interact only
-    within one judge). Scattering into a φ-space matrix, or every record's entries
-    directly, is the same sum at scatter speed (several times slower on CPU).
+    −(b, k's slot j); the judge-slot pairs to judge k's block. The candidate statistics
+    are stacked once and summed by (a, k) and by (b, k) (the candidate sums are then sums
+    of these small C·K tables), the judge statistics by k, ∂²/∂d² by (a, b): with one cell
+    per record every extra pass over the records (a concatenation, a transpose, a separate
+    sum) cost as much as a segment sum. ``expected``: at the model's expected statistics.
     """
-    helm, judge_of, slot_of = (jnp.asarray(x) for x in _theta_map(layout))
     c, k_n = layout.n_cand, layout.n_judge
     a, b, k = arrays.a, arrays.b, arrays.k
-    n_j = len(layout.local_slots) - 2
     seg = jax.ops.segment_sum
-    both = jnp.concatenate([a, b])
+    P, Z = _columns(theta, arrays, layout), _rows(arrays.z)
+    S = list(local_expected_stats(P, Z, _rows(stats), layout)) if expected else _rows(stats)
+    vals, grads, hc = column_derivatives(P, Z, S, layout, with_hess=with_hess)
+    # Candidate statistics: ∂/∂d, then with the Hessian ∂²/∂d², ∂²/∂d∂φ_j. Slot B's are
+    # these times ∂d/∂s_b = −1 (∂²/∂d² keeps its sign): the sign is applied to the sums.
+    by_cand = jnp.stack([grads[0]] + ([hc.dd, *hc.dj] if with_hess else []), axis=1)
+    n_cj = by_cand.shape[1]
+    t_a = seg(by_cand, a * k_n + k, num_segments=c * k_n).reshape(c, k_n, n_cj)
+    t_b = seg(by_cand, b * k_n + k, num_segments=c * k_n).reshape(c, k_n, n_cj)
+    by_judge = list(grads[2:]) + (list(hc.jj) if with_hess else [])
+    t_k = seg(jnp.stack(by_judge, axis=1), k, num_segments=k_n) if by_judge else jnp.zeros((k_n, 0), vals.dtype)
+    t_ab = seg(hc.dd, a * c + b, num_segments=c * c).reshape(c, c) if with_hess else None
+    return jnp.sum(vals), t_a, t_b, t_k, t_ab
 
-    vals, grads, hc = column_derivatives(P, arrays.z.T, stats.T, layout, with_hess=with_hess)
-    # One segment sum per key, several statistics side by side.
-    by_cand = [jnp.concatenate([grads[0], grads[1]])]
-    by_judge = [grads[2:]]
-    if with_hess:
-        by_cand.append(jnp.concatenate([hc.dd, hc.dd]))
-        by_judge.append(hc.jj)
-    cand_sums = seg(jnp.stack(by_cand, axis=1), both, num_segments=c)              # (C, 1 or 2)
-    judge_sums = seg(jnp.concatenate(by_judge).T, k, num_segments=k_n)             # (K, n_j [+ pairs])
-    g = jnp.concatenate([helm.T @ cand_sums[:, 0], judge_sums[judge_of, slot_of]])
+
+def _chunked_tables(theta, arrays, stats, layout, with_hess=True, expected=False):
+    """:func:`_tables` of all cells, CHUNK cells at a time beyond one chunk.
+
+    The chunks are summed in a ``lax.scan``, so the per-record work arrays (a few dozen
+    numbers per record) stay at CHUNK records whatever N, which bounds the memory of a fit
+    with one cell per record. Padding cells carry zero statistics, so they add exact zeros.
+    """
+    n = arrays.a.shape[0]
+    if n <= CHUNK:
+        return _tables(theta, arrays, stats, layout, with_hess, expected)
+    n_chunks = -(-n // CHUNK)
+    pad = n_chunks * CHUNK - n
+
+    def blocks(x):
+        return jnp.pad(x, [(0, pad)] + [(0, 0)] * (x.ndim - 1)).reshape((n_chunks, CHUNK) + x.shape[1:])
+
+    xs = tuple(blocks(x) for x in (arrays.a, arrays.b, arrays.k, arrays.z, stats))
+
+    def body(acc, x):
+        a, b, k, z, st = x
+        part = _tables(theta, arrays._replace(a=a, b=b, k=k, z=z), st, layout, with_hess, expected)
+        return jax.tree_util.tree_map(jnp.add, acc, part), None
+
+    zero = jax.tree_util.tree_map(jnp.zeros_like, jax.eval_shape(
+        lambda: _tables(theta, arrays._replace(a=xs[0][0], b=xs[1][0], k=xs[2][0], z=xs[3][0]), xs[4][0], layout,
+                        with_hess, expected)))
+    return jax.lax.scan(body, zero, xs)[0]
+
+
+def _assemble(theta, arrays, stats, layout, with_hess=True, expected=False):
+    """(L, ∇L, ∇²L) in θ = (u, judge part), built from the sums of :func:`_chunked_tables`.
+
+    The θ-space matrix is *built* from the reduced blocks (:func:`_theta_map`): Helmert
+    products on the score block, gathers for the judge coordinates (two of which interact
+    only within one judge).
+    """
+    helm, judge_of, slot_of = (jnp.asarray(x) for x in _theta_map(layout))
+    k_n = layout.n_judge
+    n_j = len(layout.local_slots) - 2
+    value, t_a, t_b, t_k, t_ab = _chunked_tables(theta, arrays, stats, layout, with_hess, expected)
+    n_cj = t_a.shape[2]
+    sign_b = jnp.asarray([-1.0] + ([1.0] + [-1.0] * (n_cj - 2) if with_hess else []))
+    t_cand = t_a + t_b * sign_b                                 # (C, K, n_cj)
+    cand = jnp.sum(t_cand, axis=1)                              # (C, n_cj)
+    g = jnp.concatenate([helm.T @ cand[:, 0], t_k[judge_of, slot_of]])
     if not with_hess:
-        return jnp.sum(vals), g, None
-    h_ab = seg(hc.dd, a * c + b, num_segments=c * c).reshape(c, c)
-    h_uu = helm.T @ (jnp.diag(cand_sums[:, 1]) - h_ab - h_ab.T) @ helm
+        return value, g, None
+    h_uu = helm.T @ (jnp.diag(cand[:, 1]) - t_ab - t_ab.T) @ helm
     if not n_j:
-        return jnp.sum(vals), g, h_uu
-    h_cj = seg(jnp.concatenate([hc.dj, -hc.dj], axis=1).T, jnp.concatenate([a * k_n + k, b * k_n + k]),
-               num_segments=c * k_n).reshape(c, k_n, n_j)
-    h_uj = helm.T @ h_cj[:, judge_of, slot_of]
+        return value, g, h_uu
+    h_uj = helm.T @ t_cand[:, :, 2:][:, judge_of, slot_of]
     pairs = upper_pairs(n_j)
     expand = np.zeros((len(pairs), n_j * n_j))  # distinct pairs → symmetric (n_j, n_j)
     for q, (i, j) in enumerate(pairs):
         expand[q, i * n_j + j] = expand[q, j * n_j + i] = 1.0
-    h_jj = (judge_sums[:, n_j:] @ jnp.asarray(expand)).reshape(k_n, n_j, n_j)
+    h_jj = (t_k[:, n_j:] @ jnp.asarray(expand)).reshape(k_n, n_j, n_j)
     # Two judge coordinates interact only within one judge: δ_kl h_jj[k, slot, slot'].
     same = judge_of[:, None] == judge_of[None, :]
     h_vv = jnp.where(same, h_jj[judge_of[:, None], slot_of[:, None], slot_of[None, :]], 0.0)
-    return jnp.sum(vals), g, jnp.block([[h_uu, h_uj], [h_uj.T, h_vv]])
+    return value, g, jnp.block([[h_uu, h_uj], [h_uj.T, h_vv]])
 
 
 def value_grad_hess(theta, arrays: DesignArrays, stats, layout: Layout):
     """(L, ∇L, ∇²L) of the unpenalized loss in θ; the Hessian is exact (observed)."""
-    return _assemble(_columns(theta, arrays, layout), arrays, stats, layout)
+    return _assemble(theta, arrays, stats, layout)
 
 
 def expected_information(theta, arrays: DesignArrays, stats, layout: Layout):
     """Σ_t E[∇²ℓ_t] in θ: Σ w p(1−p) r rᵀ for fractional ties (= R̂ᵀŴR̂ of B.3)."""
-    P = _columns(theta, arrays, layout)
-    expected = local_expected_stats(P, arrays.z.T, stats.T, layout).T
-    return _assemble(P, arrays, expected, layout)[2]
+    return _assemble(theta, arrays, stats, layout, expected=True)[2]
 
 
 def cell_probabilities(theta, arrays: DesignArrays, layout: Layout):
     """Tie-adjusted slot-A probability p̂ of every cell with the full η (held-out prediction)."""
-    return local_prob(_columns(theta, arrays, layout), arrays.z.T, layout)
+    return local_prob(_columns(theta, arrays, layout), _rows(arrays.z), layout)
 
 
 def cluster_scores_phi(theta, arrays: DesignArrays, layout: Layout, n_clusters: int, omega=None):
@@ -139,7 +192,8 @@ def cluster_scores_phi(theta, arrays: DesignArrays, layout: Layout, n_clusters: 
     idx = local_index(layout, arrays.a, arrays.b, arrays.k)[arrays.pair_cell]
     stats = arrays.pair_stats if omega is None else arrays.pair_stats * omega[arrays.pair_g][:, None]
     _, grads, _ = column_derivatives(phi[idx].T, arrays.z[arrays.pair_cell].T, stats.T, layout, with_hess=False)
-    return jnp.zeros((n_clusters, layout.n_phi), grads.dtype).at[arrays.pair_g[:, None], idx].add(grads.T)
+    grads = jnp.stack(grads, axis=1)
+    return jnp.zeros((n_clusters, layout.n_phi), grads.dtype).at[arrays.pair_g[:, None], idx].add(grads)
 
 
 def cluster_scores(theta, arrays: DesignArrays, layout: Layout, n_clusters: int, omega=None):

@@ -41,6 +41,24 @@ def test_assembled_derivatives_match_autodiff(small_design, model):
         check_grads(direct, (theta,), order=1, modes=["rev"], atol=1e-4, rtol=1e-4)
 
 
+@pytest.mark.parametrize("model", ["oscar", "davidson+plf"])
+def test_chunked_assembly_equals_one_pass(small_design, model, monkeypatch):
+    # Beyond CHUNK cells the sums run chunk by chunk over zero-padded cells (bounded
+    # memory at 10⁶–10⁷ records): the same sums, to rounding. 97 forces a ragged last chunk.
+    import oscar_jax.derivatives as deriv
+
+    spec, _ = small_design.effective_spec(oj.parse_model(model))
+    layout = small_design.layout(spec)
+    arrays, stats = small_design.arrays, small_design.arrays.stats
+    theta = 0.3 * jax.random.normal(jax.random.PRNGKey(1), (layout.n_theta,))
+    whole = value_grad_hess(theta, arrays, stats, layout) + (expected_information(theta, arrays, stats, layout),)
+    monkeypatch.setattr(deriv, "CHUNK", 97)
+    assert small_design.n_cells % 97 and small_design.n_cells > 2 * 97
+    chunked = value_grad_hess(theta, arrays, stats, layout) + (expected_information(theta, arrays, stats, layout),)
+    for x, y in zip(chunked, whole):
+        np.testing.assert_allclose(x, y, rtol=ASSEMBLY_RTOL, atol=1e-9)
+
+
 def test_cluster_scores_sum_to_gradient(small_design):
     layout = small_design.layout(oj.parse_model("oscar"))
     theta = 0.2 * jnp.ones(layout.n_theta)
