@@ -68,6 +68,11 @@ class SviSettings:
         Draws from the fitted guide stored in the result (one "chain").
     init_scale
         Initial sd of the guide (in the unconstrained coordinates).
+    flat_tail
+        Fraction of the steps, at the end, run at the final learning rate (the cosine
+        decay then spans the steps before them). With thousands of latent variables the
+        loss keeps falling while the rate decays, merely because the iterates jitter
+        less; over a flat tail the plateau check measures convergence, not the schedule.
     """
 
     guide: str = "normal"
@@ -78,6 +83,7 @@ class SviSettings:
     particles: int = 1
     draws: int = 4000
     init_scale: float = 0.05
+    flat_tail: float = 0.0
 
     def __post_init__(self):
         if self.guide not in GUIDES:
@@ -93,6 +99,8 @@ class SviSettings:
             raise OscarInputError(f"learning_rate must lie in (0, 1), got {self.learning_rate}")
         if not (math.isfinite(float(self.init_scale)) and float(self.init_scale) > 0):
             raise OscarInputError(f"init_scale must be > 0, got {self.init_scale}")
+        if not (math.isfinite(float(self.flat_tail)) and 0.0 <= float(self.flat_tail) < 0.9):
+            raise OscarInputError(f"flat_tail must lie in [0, 0.9), got {self.flat_tail}")
 
     def resolved_batch(self, n_units: int) -> int | None:
         """Units per step, or None for the full likelihood every step."""
@@ -103,11 +111,13 @@ class SviSettings:
 
 
 def schedule(settings: SviSettings):
-    """optax learning-rate schedule: warm-up 5 %, cosine decay to 1 % of the peak."""
+    """optax learning-rate schedule: warm-up 5 %, cosine decay to 1 % of the peak (then
+    constant over the ``flat_tail`` fraction of the steps)."""
     peak = float(settings.learning_rate)
     warm = max(1, settings.steps // 20)
+    decay = settings.steps - int(settings.flat_tail * settings.steps)
     return optax.warmup_cosine_decay_schedule(init_value=peak / 10.0, peak_value=peak, warmup_steps=warm,
-                                              decay_steps=settings.steps, end_value=peak / 100.0)
+                                              decay_steps=decay, end_value=peak / 100.0)
 
 
 def optimizer(settings: SviSettings):

@@ -178,33 +178,34 @@ def model_for(kind: str):
 # ---------------------------------------------------------------------------------------
 #
 # In the coordinates above, δ_c is strongly correlated a posteriori with sums over many
-# local terms: a common shift of all α_i trades against all δ_c, and the mean over items
-# of the interaction u_·c trades against δ_c (it is what makes δ uncertain beyond the run
-# noise: the items at hand react to brand c a little differently from the population).
-# A mean-field Gaussian ignores both, so its δ intervals come out far too narrow. The
-# centred coordinates make the likelihood depend only on
+# local terms: a common shift of all α_i trades against all δ_c, the mean over items of
+# the interaction u_·c trades against δ_c (it is what makes δ uncertain beyond the run
+# noise: the items at hand react to brand c a little differently from the population),
+# and the mean over conditions u_i· trades against α_i. A mean-field Gaussian ignores
+# all three, so its δ intervals come out far too narrow. The centred coordinates make
+# the likelihood depend only on
 #
-#     η_ic = λ_i + (g_c − ḡ) + σ_inter (z_ic − z̄_·c)
+#     η_ic = λ_i + (g_c − ḡ) + σ_inter dc(z)_ic
 #
-# (item levels λ, realized condition contrasts g with g_ref = 0, within-condition cell
-# deviations), and carry the population part of the interaction in C extra standard
-# normals w_c, the scaled item means of u: with z̄_·c replaced by w_c/√I, u_ic =
-# σ_inter (z_ic − z̄_·c + w_c/√I) is again I·C independent N(0, σ_inter²) terms. Then
+# (item levels λ, realized condition contrasts g with g_ref = 0, the doubly centred
+# cell deviations dc(z) = z − z̄_i· − z̄_·c + z̄), and carry the rest of the interaction
+# in extra standard normals: w_c (C) and v_i (I), with u_ic = σ_inter (dc(z)_ic +
+# (v_i − v̄)/√C + w_c/√I), again I·C independent N(0, σ_inter²) terms. Then
 #
-#     δ_c = g_c − σ_inter (w_c − w_ref)/√I,   α_i = λ_i − ḡ − σ_inter w_ref/√I,
+#     δ_c = g_c − σ_inter (w_c − w_ref)/√I,
+#     α_i = λ_i − ḡ − σ_inter w_ref/√I − σ_inter (v_i − v̄)/√C,
 #
 # a shift of unit Jacobian, so the prior of (α, δ) is evaluated at those values and the
-# joint density is the original one times that of the unused direction z̄_·c (one
-# N(0, 1/I) per condition; tests/test_audit_svi.py checks the identity). For
+# joint density is the original one times that of the I + C unused directions (the row,
+# column and grand means of z and v̄; tests/test_audit_svi.py checks the identity). For
 # probabilities (u integrated out) λ also absorbs μ: α_i = λ_i − μ − ḡ and δ = g.
 
 def centred_effects(contrast, ref: int, n_items: int, sigma_inter=None, z_mean=None):
     """(…, C) effects δ (0 at the reference) from the centred coordinates."""
-    g = insert_ref(contrast, ref)
     if sigma_inter is None:
-        return g
+        return insert_ref(contrast, ref)
     shift = jnp.asarray(sigma_inter)[..., None] * z_mean / jnp.sqrt(float(n_items))
-    return g - (shift - shift[..., ref:ref + 1])
+    return insert_ref(contrast - (jnp.delete(shift, ref, axis=-1) - shift[..., ref:ref + 1]), ref)
 
 
 def _centred_priors(contrast, level, offset, delta, ref: int, sigma_item, prior: BayesPrior):
@@ -226,9 +227,12 @@ def ordinal_model_centred(counts, *, ref: int, interaction: bool, prior: BayesPr
         sigma_inter = numpyro.sample("sigma_inter", dist.HalfNormal(prior.inter_sd))
         z_cell = numpyro.sample("z_cell", dist.Normal(0.0, 1.0).expand([n_items, n_cond]).to_event(2))
         z_mean = numpyro.sample("z_mean", dist.Normal(0.0, 1.0).expand([n_cond]).to_event(1))
-        eta = eta + sigma_inter * (z_cell - z_cell.mean(0))
+        z_item = numpyro.sample("z_item", dist.Normal(0.0, 1.0).expand([n_items]).to_event(1))
+        dc = z_cell - z_cell.mean(0) - z_cell.mean(1, keepdims=True) + z_cell.mean()
+        eta = eta + sigma_inter * dc
         delta = centred_effects(contrast, ref, n_items, sigma_inter, z_mean)
-        offset = g.mean() + sigma_inter * z_mean[ref] / jnp.sqrt(float(n_items))
+        offset = (g.mean() + sigma_inter * z_mean[ref] / jnp.sqrt(float(n_items))
+                  + sigma_inter * (z_item - z_item.mean()) / jnp.sqrt(float(n_cond)))
     else:
         delta, offset = g, g.mean()
     _centred_priors(contrast, level, offset, delta, ref, sigma_item, prior)

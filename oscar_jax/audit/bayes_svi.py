@@ -50,7 +50,7 @@ __all__ = ["AUDIT_SVI", "fit_audit_svi", "initial_values", "run_audit_svi"]
 
 # Default settings for audits (measured on the worked example of docs/audit.md: the
 # ELBO levels off well before these steps from the moment-based start).
-AUDIT_SVI = SviSettings(guide="normal", steps=1000, learning_rate=0.05, draws=4000, init_scale=0.1)
+AUDIT_SVI = SviSettings(guide="normal", steps=2000, learning_rate=0.08, draws=4000, init_scale=0.1, flat_tail=0.2)
 
 HYPER_SITES = ("sigma_item", "sigma_inter", "sigma_noise", "mu", "cutpoints")
 
@@ -84,7 +84,8 @@ def initial_values(kind: str, args, ref: int, interaction: bool) -> dict:
     if kind == "label":
         out["cutpoints"] = cut
         if interaction:
-            out.update(sigma_inter=0.5, z_cell=np.zeros(n.shape), z_mean=np.zeros(n.shape[1]))
+            out.update(sigma_inter=0.5, z_cell=np.zeros(n.shape), z_mean=np.zeros(n.shape[1]),
+                       z_item=np.zeros(n.shape[0]))
     else:
         ss = np.asarray(args[2], float)
         out.update(mu=float(level.mean()),
