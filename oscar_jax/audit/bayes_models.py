@@ -201,8 +201,9 @@ def model_for(kind: str):
 # probabilities (u integrated out) λ also absorbs μ: α_i = λ_i − μ − ḡ and δ = g.
 
 def centred_effects(contrast, ref: int, n_items: int, sigma_inter=None, z_mean=None):
-    """(…, C) effects δ (0 at the reference) from the centred coordinates."""
-    if sigma_inter is None:
+    """(…, C) effects δ (0 at the reference) from the centred coordinates (``z_mean`` None:
+    no sampled interaction, δ = g)."""
+    if z_mean is None:
         return insert_ref(contrast, ref)
     shift = jnp.asarray(sigma_inter)[..., None] * z_mean / jnp.sqrt(float(n_items))
     return insert_ref(contrast - (jnp.delete(shift, ref, axis=-1) - shift[..., ref:ref + 1]), ref)
