@@ -114,7 +114,7 @@ def test_one_definition_of_each_formula(formula):
 # its own layer or a lower one; result objects' display methods import their renderer
 # inside the method, so the estimators never load the report layer at import time.
 LAYERS = {
-    "base": "_x64 links validate intervals jsonable batching progress convergence palette figures outputs compile_cache "
+    "base": "_x64 links validate intervals jsonable batching progress convergence palette figures outputs compile_cache variational "
             "program_cache xla_cache",
     "model": "spec params model prompt_average",
     "input": "readers columns data schemas responses families filters canonical design",

@@ -124,6 +124,8 @@ class AuditResult:
             out["bayes"] = {"scale": self.bayes.scale, "interaction": self.bayes.interaction,
                             "diagnostics": self.bayes.diagnostics, "hyper": self.bayes.hyper,
                             "notes": list(self.bayes.notes)}
+            if self.bayes.elbo is not None:
+                out["bayes"]["elbo"] = (-self.bayes.elbo).tolist()
         return out
 
     def report(self, width: int = 100) -> str:
@@ -177,7 +179,14 @@ class AuditResult:
             if block["p_gt_0"].notna().any():
                 cols.append(("p_gt_0", "P(δ>0)", ".3f"))
             lines.append(render_table(block.reset_index(drop=True), cols, width=width))
-        if self.bayes is not None:
+        if self.bayes is not None and self.bayes.method == "svi":
+            dg = self.bayes.diagnostics
+            lines += ["", fill(f"Bayesian model ({self.bayes.scale}; item effects"
+                               f"{' and item × condition interaction' if self.bayes.interaction else ''}): SVI, "
+                               f"{dg['guide']} guide, {dg['steps']} optax Adam steps, {dg['n_draws']} draws from the "
+                               f"guide; ELBO {'levelled off' if dg['plateau'] else 'NOT CONVERGED'} (last-window "
+                               f"change {dg['decrease_last_window']:.3g}, noise {dg['noise_se']:.3g})")]
+        elif self.bayes is not None:
             dg = self.bayes.diagnostics
             rh = "–" if dg["max_r_hat"] is None else f"{dg['max_r_hat']:.3f} ({rhat_flag(dg['max_r_hat'])})"
             lines += ["", (f"Bayesian model ({self.bayes.scale}; item effects"
@@ -230,7 +239,8 @@ def audit(data, reference: str, *, original: str | None = None, duplicate: str |
         Interval level; bootstrap replicates; seed of the bootstrap and of NUTS;
         pooled (the paper's) or Welch t-test.
     bayes, bayes_options
-        Fit the Bayesian model (keyword arguments for :func:`~oscar_jax.audit.bayes.fit_audit_model`).
+        Fit the Bayesian model (keyword arguments for :func:`~oscar_jax.audit.bayes.fit_audit_model`;
+        ``{"method": "svi"}`` for the variational fit).
 
     Returns
     -------

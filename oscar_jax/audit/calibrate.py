@@ -23,7 +23,8 @@ import pandas as pd
 from numpyro.infer import MCMC, NUTS
 
 from .. import _x64  # noqa: F401
-from .bayes import BayesPrior, model_for, sufficient_stats, summarize_draws
+from .bayes_models import BayesPrior, model_for, sufficient_stats
+from .posterior import summarize_draws
 from .inference import METRICS, frequentist_tests
 from .simulate import (
     AuditSimParams,
