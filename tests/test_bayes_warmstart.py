@@ -41,7 +41,7 @@ def _theta(result):
 
 
 def test_svi_start_gives_the_default_posterior_within_mc_error(uniform, warm):
-    assert warm.idata.attrs["nuts_init"].startswith("svi (lowrank")
+    assert warm.idata.posterior.attrs["nuts_init"].startswith("svi (lowrank")
     assert warm.timing["svi_start_s"] > 0
     assert warm.diagnostics["max_rhat"] < 1.05
     a, b = _theta(uniform), _theta(warm)
