@@ -103,9 +103,11 @@ def nuts_init(designs, configs=NUTS_INITS):
     for name, design, effect in designs:
         ref = None
         for label, kw in configs:
+            cpu = time.process_time()
             r, t = _fit(design, "nuts", prompt_effect=effect, show_progress=False, **kw)
             d = r.diagnostics
             row = {"dataset": name, "start": label, "warmup": kw.get("warmup", 1000), "s": t,
+                   "cpu_s": time.process_time() - cpu,
                    "svi_s": r.timing.get("svi_start_s", 0.0), "max_rhat": d["max_rhat"], "min_ess": d["min_ess"],
                    "divergences": d.get("divergences"), "ok": d["ok"], "prompt_effect": str(r.prompt_effect)}
             if ref is None:
@@ -217,8 +219,8 @@ def main(argv=None):
     parser.add_argument("--sim", type=int, default=5, help="Appendix G datasets (N = 2500 each)")
     parser.add_argument("--sim-start", type=int, default=0, help="first Appendix G dataset (seed 100 + this)")
     parser.add_argument("--no-mtbench", action="store_true", help="Appendix G datasets only")
-    parser.add_argument("--nuts-init", type=int, default=0,
-                        help="time NUTS from uniform vs from SVI on the first N of MT-Bench, one Appendix G dataset")
+    parser.add_argument("--nuts-init", default=None,
+                        help="time NUTS from uniform vs from SVI on these of mtbench,appg (no calibration)")
     parser.add_argument("--render", nargs="+", default=None,
                         help="write the calibration tables from the JSON rows of earlier runs' logs (no fitting)")
     parser.add_argument("--sizes", default="100000,1000000")
@@ -238,10 +240,11 @@ def main(argv=None):
                              "alternative": "NUTS 2×(100+100)", "alternative_s": t_nuts}],
                 "compare": compare(nuts, svi)}
     if args.nuts_init:
-        designs = [("MT-Bench", as_design(shared_data_dir() / "xu2026" / "judge_results_10k_mtbench.json",
-                                          reference_judge=REFERENCE_JUDGE), None),
-                   ("Appendix G seed 0 (N=2500)", oj.simulate_design(seed=100, n_prompts=500), False)]
-        rows = nuts_init(designs[: args.nuts_init])
+        designs = {"mtbench": lambda: ("MT-Bench", as_design(shared_data_dir() / "xu2026" / "judge_results_10k_mtbench.json",
+                                                             reference_judge=REFERENCE_JUDGE), None),
+                   "appg": lambda: ("Appendix G seed 0 (N=2500), plain model",
+                                    oj.simulate_design(seed=100, n_prompts=500), False)}
+        rows = nuts_init([designs[k]() for k in args.nuts_init.split(",")])
         return {"nuts_init": rows}
     if args.render:
         rows = [json.loads(line) for log in args.render for line in Path(log).read_text().splitlines()
