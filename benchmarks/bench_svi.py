@@ -74,7 +74,7 @@ def agreement(ref, other) -> dict:
     """Two NUTS posteriors of one model: per target, max |Δ mean| / sd and max |Δ mean| / MC error.
 
     The MC error of the difference is √(mcse_ref² + mcse_other²), each from the bulk ESS;
-    over ~50 targets a max |z| below about 3.3 is what two runs of the same posterior give.
+    over some 50 targets a max |z| below about 3.3 is what two runs of the same posterior give.
     """
     import arviz_stats
 
@@ -221,6 +221,7 @@ def main(argv=None):
     parser.add_argument("--no-mtbench", action="store_true", help="Appendix G datasets only")
     parser.add_argument("--nuts-init", default=None,
                         help="time NUTS from uniform vs from SVI on these of mtbench,appg (no calibration)")
+    parser.add_argument("--starts", default="0,1,2", help="which NUTS_INITS to time (indices)")
     parser.add_argument("--render", nargs="+", default=None,
                         help="write the calibration tables from the JSON rows of earlier runs' logs (no fitting)")
     parser.add_argument("--sizes", default="100000,1000000")
@@ -244,7 +245,8 @@ def main(argv=None):
                                                              reference_judge=REFERENCE_JUDGE), None),
                    "appg": lambda: ("Appendix G seed 0 (N=2500), plain model",
                                     oj.simulate_design(seed=100, n_prompts=500), False)}
-        rows = nuts_init([designs[k]() for k in args.nuts_init.split(",")])
+        starts = [NUTS_INITS[int(i)] for i in args.starts.split(",")]
+        rows = nuts_init([designs[k]() for k in args.nuts_init.split(",")], starts)
         return {"nuts_init": rows}
     if args.render:
         rows = [json.loads(line) for log in args.render for line in Path(log).read_text().splitlines()
