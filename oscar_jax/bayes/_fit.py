@@ -20,7 +20,8 @@ from ._diagnostics import compute_diagnostics
 from ._model import Priors, effect_kind, model_data
 from ._result import BayesResult
 from ._sampler import NutsSettings, progress_reporter, sample_posterior_jit
-from ._svi import fit_bayes_svi
+from ._svi import SviSettings, fit_bayes_svi
+from ._warmstart import svi_start
 
 __all__ = ["fit_bayes", "MAX_STORED_PROMPTS", "default_prompt_effect", "shared_prompt_share",
            "INDEPENDENCE_LABEL"]
@@ -66,7 +67,8 @@ def fit_bayes(data, model: str | ModelSpec = "oscar", *, prompt_effect: bool | s
               target_accept: float = 0.9, dense_mass: bool = True, max_tree_depth: int = 10,
               reference_judge: str | None = None, family_map=None, covariates=(), schema: str | None = None,
               bothbad: str = "tie", ci_prob: float = 0.95, keep_prompt_effects: bool | None = None,
-              warn: bool = True, show_progress: bool | None = None, method: str = "nuts", svi=None) -> BayesResult:
+              warn: bool = True, show_progress: bool | None = None, method: str = "nuts", svi=None,
+              init: str = "uniform") -> BayesResult:
     """Bayesian OSCAR: NUTS on the point fit's likelihood with Normal(0, 1/λ) priors.
 
     Parameters
@@ -122,7 +124,14 @@ def fit_bayes(data, model: str | ModelSpec = "oscar", *, prompt_effect: bool | s
         ``draws``/NUTS options are then unused). See :mod:`oscar_jax.bayes._svi`.
     svi
         :class:`~oscar_jax.bayes.SviSettings` for ``method="svi"`` (guide, steps, learning
-        rate, batch size, draws); default ``SviSettings()``.
+        rate, batch size, draws); default ``SviSettings()``. With ``init="svi"`` the
+        settings of the SVI fit NUTS starts from (default a low-rank guide, 1500 steps).
+    init
+        NUTS start: ``"uniform"`` (default; uniform in (−2, 2) in the sampling coordinates,
+        identity mass matrix) or ``"svi"``: each chain starts at a draw of an SVI fit and
+        warm-up starts from the guide's covariance (:mod:`oscar_jax.bayes._warmstart`);
+        warm-up still adapts, so the draws are NUTS draws. It pays with a shorter
+        ``warmup``; see docs/bayes.md for when it is faster.
 
     Returns
     -------
@@ -140,6 +149,10 @@ def fit_bayes(data, model: str | ModelSpec = "oscar", *, prompt_effect: bool | s
     ci_prob = check_ci_prob(ci_prob)
     if method not in ("nuts", "svi"):
         raise OscarInputError(f"method must be 'nuts' or 'svi', got {method!r}")
+    if init not in ("uniform", "svi"):
+        raise OscarInputError(f"init must be 'uniform' or 'svi', got {init!r}")
+    if init == "svi" and svi is not None and not isinstance(svi, SviSettings):
+        raise OscarInputError(f"svi must be an oscar_jax.bayes.SviSettings, got {type(svi).__name__}")
     if prompt_effect is not None:
         effect_kind(prompt_effect)
     if priors is None:
@@ -184,14 +197,20 @@ def fit_bayes(data, model: str | ModelSpec = "oscar", *, prompt_effect: bool | s
                              n_clusters=n_clusters, keep_prompt_effects=keep, notes=notes, seed=seed, ci_prob=ci_prob,
                              settings=svi, warn=warn)
     start = time.perf_counter()
+    warm, info = {}, {}
+    if init == "svi":
+        values, mass, info = svi_start(problem, md=md, mask=mask, layout=layout, n_clusters=n_clusters,
+                                         chains=settings.chains, seed=int(seed), settings=svi)
+        warm = {"init": values, "inverse_mass": mass}
     with progress_reporter(settings, desc=f"NUTS {eff.name}"):
         out = sample_posterior_jit(jax.random.PRNGKey(int(seed)), md, layout=layout, n_clusters=n_clusters,
-                                   settings=settings)
+                                   settings=settings, **warm)
         out = jax.block_until_ready(out)
     elapsed = time.perf_counter() - start
     attrs = {"oscar_model": eff.name, "prompt_effect": kind or "none", "seed": int(seed),
              "target_accept": settings.target_accept, "dense_mass": int(settings.dense_mass),
-             "inference_library": "numpyro", "sampler": "NUTS (vectorized chains)"}
+             "inference_library": "numpyro", "sampler": "NUTS (vectorized chains)",
+             "nuts_init": init if init == "uniform" else f"svi ({info['svi_guide']}, {info['svi_steps']} steps)"}
     idata = to_datatree(out, design, layout, mask, prompt_effect=prompt_effect, keep_prompt_effects=True,
                         attrs=attrs)
     diagnostics = compute_diagnostics(idata, settings)
@@ -201,7 +220,8 @@ def fit_bayes(data, model: str | ModelSpec = "oscar", *, prompt_effect: bool | s
     result = BayesResult(design=design, spec=spec, effective_spec=eff, layout=layout, mask=mask, priors=resolved,
                          settings=settings, prompt_effect=prompt_effect, seed=int(seed), idata=idata,
                          diagnostics=diagnostics, notes=tuple(notes), ci_prob=ci_prob,
-                         timing={"sampling_s_including_compile": elapsed})
+                         timing={"sampling_s_including_compile": elapsed,
+                                 **({"svi_start_s": info["svi_start_s"]} if info else {})})
     if warn:
         result.warn_if_poor(stacklevel=2)
     return result

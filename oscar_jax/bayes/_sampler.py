@@ -137,8 +137,23 @@ def _initial_values(key, n_free: int, n_clusters: int | None, chains: int, n_zet
     return init
 
 
+def _numpyro_mass(inverse_mass: dict, dense) -> dict | jax.Array:
+    """numpyro's initial inverse mass matrix from ``{"dense": (D, D) or (D,), "z_prompt": (Z,)}``.
+
+    ``"dense"`` covers σ_u's log and θ's coordinates, in numpyro's order (σ_u first).
+    """
+    if not dense:
+        # one diagonal over the flattened sites in numpyro's (sorted-name) order
+        parts = [jnp.diagonal(inverse_mass["dense"]) if inverse_mass["dense"].ndim == 2 else inverse_mass["dense"]]
+        return jnp.concatenate(parts + ([inverse_mass["z_prompt"]] if "z_prompt" in inverse_mass else []))
+    out = {dense[0]: inverse_mass["dense"]}
+    if "z_prompt" in inverse_mass:
+        out[("z_prompt",)] = inverse_mass["z_prompt"]
+    return out
+
+
 def sample_posterior(key, data: ModelData, *, layout: Layout, n_clusters: int | None,
-                     settings: NutsSettings) -> Draws:
+                     settings: NutsSettings, init: dict | None = None, inverse_mass: dict | None = None) -> Draws:
     """Run ``settings.chains`` NUTS chains on :func:`oscar_model` (pure; jit/vmap freely).
 
     Parameters
@@ -148,6 +163,11 @@ def sample_posterior(key, data: ModelData, *, layout: Layout, n_clusters: int | 
     layout : static θ layout.
     n_clusters : G for the prompt random effect, or None for the plain model.
     settings : static NUTS settings.
+    init : optional initial values in the sampling coordinates, one row per chain:
+        ``{"theta": (C, F)}`` plus ``"sigma_prompt"`` (C,) (log σ_u) and ``"z_prompt"``
+        with the prompt effect (:func:`~oscar_jax.bayes.svi_start`); default uniform in (−2, 2).
+    inverse_mass : optional seed of the adapted inverse mass matrix, ``{"dense": …,
+        "z_prompt": (Z,)}`` (:func:`_numpyro_mass`); warm-up still adapts it. Default identity.
     """
     model = partial(oscar_model, layout=layout, n_clusters=n_clusters)
 
@@ -162,7 +182,9 @@ def sample_posterior(key, data: ModelData, *, layout: Layout, n_clusters: int | 
     k_init, k_chains = jax.random.split(key)
     n_free = data.free.shape[0]
     n_zeta = None if data.occ is None else data.occ.zeta_slot.shape[0]
-    init = _initial_values(k_init, n_free, n_clusters, settings.chains, n_zeta)
+    if init is None:
+        init = _initial_values(k_init, n_free, n_clusters, settings.chains, n_zeta)
+    mass = None if inverse_mass is None else _numpyro_mass(inverse_mass, dense)
     keys = jax.random.split(k_chains, settings.chains)
 
     def tick(chain, i, s):
@@ -170,7 +192,9 @@ def sample_posterior(key, data: ModelData, *, layout: Layout, n_clusters: int | 
             jax.debug.callback(_report, chain, i, s.num_steps, s.diverging)
 
     def one_chain(k, z0, chain):
-        state = init_kernel(z0, settings.warmup, dense_mass=dense, target_accept_prob=settings.target_accept,
+        state = init_kernel(z0, settings.warmup, inverse_mass_matrix=None if mass is None else
+                            (dict(mass) if isinstance(mass, dict) else mass),  # numpyro fills the dict in place
+                            dense_mass=dense, target_accept_prob=settings.target_accept,
                             max_tree_depth=settings.max_tree_depth, model_args=(data,), rng_key=k)
 
         def adapt(s, i):
