@@ -129,6 +129,14 @@ def run_svi(key, data: ModelData, w0, *, layout: Layout, n_clusters: int | None,
 run_svi_jit = jax.jit(run_svi, static_argnames=("layout", "n_clusters", "settings", "batch"))
 
 
+def mode_start(problem, md, mask, seed: int):
+    """The posterior mode's approximation, the penalized point fit θ̂ (same ridge, same B.2
+    columns), in the sampled (unconstrained) coordinates of the free columns."""
+    theta0 = fit_problem(problem, starts=1, seed=int(seed), warn=False).theta
+    free = np.flatnonzero(np.asarray(mask) > 0)
+    return unconstrained_from_theta(jnp.asarray(np.asarray(theta0)[free]), md.is_log_gamma)
+
+
 def fit_bayes_svi(problem: Problem, *, mask, priors, md: ModelData, prompt_effect: str | bool,
                   n_clusters: int | None, keep_prompt_effects: bool, notes: list, seed: int, ci_prob: float,
                   settings: SviSettings | None, warn: bool):
@@ -141,11 +149,8 @@ def fit_bayes_svi(problem: Problem, *, mask, priors, md: ModelData, prompt_effec
     if not isinstance(settings, SviSettings):
         raise OscarInputError(f"svi must be an oscar_jax.bayes.SviSettings, got {type(settings).__name__}")
     t0 = time.perf_counter()
-    # Start at the posterior mode: the penalized point fit θ̂ (same ridge, same B.2 columns).
-    theta0 = fit_problem(problem, starts=1, seed=int(seed), warn=False).theta
+    w0 = mode_start(problem, md, mask, seed)
     point_s = time.perf_counter() - t0
-    free = np.flatnonzero(np.asarray(mask) > 0)
-    w0 = unconstrained_from_theta(jnp.asarray(np.asarray(theta0)[free]), md.is_log_gamma)
     batch = settings.resolved_batch(int(md.stats.shape[0]))
     t1 = time.perf_counter()
     losses, draws, _ = run_svi_jit(jax.random.PRNGKey(int(seed)), md, w0, layout=layout, n_clusters=n_clusters,

@@ -21,11 +21,10 @@ import numpy as np
 from numpyro.distributions.transforms import biject_to
 
 from .. import _x64  # noqa: F401
-from ..fit import fit_problem
 from ..params import Layout
 from ..problem import Problem
 from ._model import ModelData, prompt_prior, unconstrained_from_theta
-from ._svi import SviSettings, elbo_plateau, run_svi_jit
+from ._svi import SviSettings, elbo_plateau, mode_start, run_svi_jit
 
 __all__ = ["svi_start", "DEFAULT_START_SVI"]
 
@@ -57,9 +56,7 @@ def svi_start(problem: Problem, *, md: ModelData, mask, layout: Layout, n_cluste
     if settings.draws < chains:
         settings = dataclasses.replace(settings, draws=chains)
     t0 = time.perf_counter()
-    theta0 = fit_problem(problem, starts=1, seed=int(seed), warn=False).theta
-    free = np.flatnonzero(np.asarray(mask) > 0)
-    w0 = unconstrained_from_theta(jnp.asarray(np.asarray(theta0)[free]), md.is_log_gamma)
+    w0 = mode_start(problem, md, mask, seed)
     key = jax.random.fold_in(jax.random.PRNGKey(int(seed)), 0x5717)
     losses, draws, _ = run_svi_jit(key, md, w0, layout=layout, n_clusters=n_clusters, settings=settings,
                                    batch=settings.resolved_batch(int(md.stats.shape[0])))
