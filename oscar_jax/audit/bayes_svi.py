@@ -39,6 +39,7 @@ from ..variational import (
     guide_draws,
     guide_name,
     make_guide,
+    meanfield_fit,
     optimize,
     plateau_message,
 )
@@ -108,11 +109,14 @@ def run_audit_svi(key, args, init: dict, *, kind: str, ref: int, interaction: bo
     draws {site: (draws, …)}).
     """
     model = _model(kind, ref, interaction, prior)
-    guide = make_guide(model, settings, init)
-    k_init, k_steps, k_draw = jax.random.split(key, 3)
-    losses, params = optimize(k_init, k_steps, model, guide, settings, lambda _: args)
-    sites = ["contrast"] + [s for s in HYPER_SITES + ("z_mean",) if s in guide.prototype_trace]
-    draws = guide_draws(k_draw, guide, params, sites, settings.draws, args)
+    sites = ["contrast"] + [s for s in HYPER_SITES + ("z_mean",) if s in init]
+    if settings.guide == "normal":
+        losses, draws = meanfield_fit(key, model, args, init, settings, sites)
+    else:
+        guide = make_guide(model, settings, init)
+        k_init, k_steps, k_draw = jax.random.split(key, 3)
+        losses, params = optimize(k_init, k_steps, model, guide, settings, lambda _: args)
+        draws = guide_draws(k_draw, guide, params, sites, settings.draws, args)
     delta = centred_effects(draws["contrast"], ref, args[0].shape[0], draws.get("sigma_inter"), draws.get("z_mean"))
     return losses, delta, {site: draws[site] for site in HYPER_SITES if site in draws}
 
