@@ -35,7 +35,7 @@ def test_meanfield_finds_an_exact_gaussian_posterior():
     settings = SviSettings(steps=1500, learning_rate=0.05, draws=20000, init_scale=0.3, flat_tail=0.2)
     init = {"x": jnp.zeros(12), "s": 3.0}
     fit = jax.jit(partial(meanfield_fit, model=_model, settings=settings, sites=("x", "s")))
-    losses, draws = fit(jax.random.PRNGKey(0), args=(y,), init_values=init)
+    losses, draws, gain = fit(jax.random.PRNGKey(0), args=(y,), init_values=init)
     post_var = SIGMA_Y ** 2 / (1 + SIGMA_Y ** 2)
     x = np.asarray(draws["x"])
     assert x.shape == (20000, 12)
@@ -48,17 +48,28 @@ def test_meanfield_finds_an_exact_gaussian_posterior():
     log_evidence = stats.norm(0, math.sqrt(1 + SIGMA_Y ** 2)).logpdf(np.asarray(y)).sum()
     tail = np.asarray(losses)[-100:]
     assert abs(tail.mean() + log_evidence) < 0.05 and tail.std() < 0.05
-    assert elbo_plateau(losses)["plateau"]
+    assert 0 <= float(gain) < 1e-6 and elbo_plateau(losses, gain=float(gain))["plateau"]
     # determinism per seed
-    again, _ = fit(jax.random.PRNGKey(0), args=(y,), init_values=init)
+    again, _, _ = fit(jax.random.PRNGKey(0), args=(y,), init_values=init)
     np.testing.assert_array_equal(np.asarray(again), np.asarray(losses))
 
 
 def test_plateau_check_sees_an_unconverged_fit():
-    # far from the posterior after 40 steps from a poor start: the loss is still falling
+    # From a poor start the loss still falls after 40 steps; after 300 steps whose learning
+    # rate decayed to 1 % the loss is flat within its noise although the optimizer stopped
+    # ~9 nats short of the optimum: only the gradient check (the ELBO still to gain) sees it.
+    # (At convergence both checks pass: the test above.)
     y = jnp.asarray(np.random.default_rng(1).normal(scale=3.0, size=200))
-    settings = SviSettings(steps=40, learning_rate=0.02, draws=10, init_scale=0.05)
-    losses, _ = jax.jit(partial(meanfield_fit, model=_model, settings=settings, sites=("s",)))(
-        jax.random.PRNGKey(0), args=(y,), init_values={"x": jnp.zeros(200), "s": 1.0})
-    check = elbo_plateau(losses)
-    assert not check["plateau"] and check["decrease_last_window"] > 3 * check["noise_se"]
+    init = {"x": jnp.zeros(200), "s": 1.0}
+    out = {}
+    for steps in (40, 300):
+        settings = SviSettings(steps=steps, learning_rate=0.05, draws=10, init_scale=0.05, flat_tail=0.2)
+        losses, _, gain = jax.jit(partial(meanfield_fit, model=_model, settings=settings, sites=("s",)))(
+            jax.random.PRNGKey(0), args=(y,), init_values=init)
+        out[steps] = (np.asarray(losses), elbo_plateau(losses, gain=float(gain)))
+    optimum = -stats.norm(0, math.sqrt(1 + SIGMA_Y ** 2)).logpdf(np.asarray(y)).sum()
+    early, stalled = out[40][1], out[300][1]
+    assert not early["plateau"] and early["gain_left"] > 10
+    assert stalled["decrease_last_window"] <= 3 * stalled["noise_se"] and not stalled["plateau"]
+    # the gain estimate is the loss still to lose, to within a few nats
+    assert abs(stalled["gain_left"] - (stalled["final_loss"] - optimum)) < 3
