@@ -317,9 +317,10 @@ def plateau_message(plateau: dict, steps: int) -> str | None:
     """The warning for an ELBO that had not levelled off (None when it had)."""
     if plateau["plateau"]:
         return None
+    gain = f"; ELBO still to gain {plateau['gain_left']:.3g}" if "gain_left" in plateau else ""
     return (f"the ELBO had not levelled off after {steps} steps (the loss still fell by "
             f"{plateau['decrease_last_window']:.3g} between the last two windows of "
-            f"{plateau['window_steps']} steps, noise {plateau['noise_se']:.3g}); raise steps")
+            f"{plateau['window_steps']} steps, noise {plateau['noise_se']:.3g}{gain}); raise steps")
 
 
 def svi_sample_stats(losses) -> xr.Dataset:

@@ -10,7 +10,11 @@ give δ intervals close to NUTS'; in the original coordinates mean-field interva
 about half as wide as NUTS' on the worked example of docs/audit.md.
 
 The optimizer, guides, plateau check and ELBO trace are the shared ones of
-:mod:`oscar_jax.variational` (Adam on a warm-up/cosine schedule in one ``lax.scan``).
+:mod:`oscar_jax.variational` (Adam on a warm-up/cosine schedule in one ``lax.scan``). The
+default mean-field guide runs as :func:`~oscar_jax.variational.meanfield_fit`, the
+AutoNormal ELBO written directly on the model's ``potential_energy``: on the worked
+example it compiles in ~7 s instead of ~25 s and steps in ~8 ms instead of ~30 ms, and
+its plateau check includes the ELBO still to gain from the last window's gradients.
 The guide starts at moment estimates from the data (item levels and condition contrasts
 on the latent scale), so the means begin near the posterior and the steps mostly fit
 the scales.
@@ -50,7 +54,9 @@ from .posterior import AuditPosterior, posterior_from_draws, setup_model
 __all__ = ["AUDIT_SVI", "fit_audit_svi", "initial_values", "run_audit_svi"]
 
 # Default settings for audits, chosen on the worked example of docs/audit.md (2,000 items,
-# 16,000 latent variables; figures in docs/audit.md, "SVI").
+# 18,000 latent variables; figures in docs/audit.md, "SVI"): at 1,500 steps the ELBO still
+# had ~3 nats to gain, at 2,000 steps 0.7 (plateau); a final rate of 10 % of the peak (with
+# the iterates averaged over the last window) converges where 1 % stalled.
 AUDIT_SVI = SviSettings(guide="normal", steps=2000, learning_rate=0.08, draws=4000, init_scale=0.1, flat_tail=0.2,
                         end_fraction=0.1)
 
