@@ -110,7 +110,20 @@ def test_svi_recovers_known_label_effects(label_fit):
     assert any("too narrow" in n for n in post.notes)
 
 
-@pytest.mark.slow  # a second compiled program (the logit model): ~25 s CPU on a quiet machine
+def test_plateau_check_fails_when_stopped_early(label_fit):
+    # the same audit as the fixture, stopped after 50 steps: both the loss and the ELBO still
+    # to gain say "not converged", and the user is warned; the fixture's run passes both
+    data, post = label_fit
+    with pytest.warns(VariationalWarning) as caught:
+        short = fit_audit_model(data, "cond0", method="svi", svi=replace(SETTINGS, steps=50), seed=1)
+    assert any("had not levelled off" in str(w.message) for w in caught)
+    d = short.diagnostics
+    assert not d["plateau"] and d["gain_left"] > 1.0
+    assert post.diagnostics["plateau"] and post.diagnostics["gain_left"] <= 1.0  # noise-corrected: may dip below 0
+    assert post.diagnostics["final_loss"] < d["final_loss"]
+
+
+@pytest.mark.slow  # a second compiled program (the logit model): ~8 s under load since the lean SVI
 def test_svi_recovers_probability_effects():
     params = AuditSimParams(kind="prob", effects=(0.0, 0.3, -0.3), interaction_sd=0.3, noise_sd=0.5)
     data = simulate_audit_data(4, 120, 3, params)

@@ -7,7 +7,9 @@ the same sufficient statistics, through ``fit_audit_model(..., method="svi")``. 
 published in docs/audit.md (2 chains × 300 draws, 12 min 45 s) for the full example, or
 a NUTS run of this script (``--nuts``) for a smaller one.
 
-    python benchmarks/studies/audit_svi.py [--items 2000] [--steps 1000] [--lr 0.05] [--nuts]
+    python benchmarks/studies/audit_svi.py [--items 2000] [--steps 2000] [--lr 0.08] [--nuts]
+
+The SVI settings are the audit's defaults (``AUDIT_SVI``) with the steps and rate given.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -24,7 +27,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from oscar_jax.audit import RETAILER_EXAMPLE, fit_audit_model, simulate_audit_data  # noqa: E402
-from oscar_jax.variational import SviSettings  # noqa: E402
+from oscar_jax.audit.bayes_svi import AUDIT_SVI  # noqa: E402
 
 # docs/audit.md, worked example (2,000 items), NUTS 2 × (300 + 300): mean, 95 % interval
 NUTS_2000 = {"Original": (0.67, 0.56, 0.79), "Retailer B": (-0.38, -0.48, -0.28),
@@ -50,19 +53,20 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--items", type=int, default=2000)
     parser.add_argument("--guide", default="normal", choices=["normal", "lowrank"])
-    parser.add_argument("--steps", type=int, default=1000)
-    parser.add_argument("--lr", type=float, default=0.05)
+    parser.add_argument("--steps", type=int, default=AUDIT_SVI.steps)
+    parser.add_argument("--lr", type=float, default=AUDIT_SVI.learning_rate)
     parser.add_argument("--nuts", action="store_true", help="also run NUTS (2 chains × (300 + 300), sequential)")
     args = parser.parse_args(argv)
     ex = RETAILER_EXAMPLE
     data = simulate_audit_data(0, args.items, 10, ex["params"], conditions=ex["conditions"])
-    settings = SviSettings(guide=args.guide, steps=args.steps, learning_rate=args.lr, draws=4000, init_scale=0.1)
+    settings = replace(AUDIT_SVI, guide=args.guide, steps=args.steps, learning_rate=args.lr)
     t0 = time.perf_counter()
     svi = fit_audit_model(data, "Retailer A", others=OTHERS, method="svi", svi=settings, warn=False)
     t_svi = time.perf_counter() - t0
     d = svi.diagnostics
     print(f"SVI {args.guide}, {args.steps} steps, lr {args.lr}, {args.items} items: {t_svi:.1f} s wall; ELBO "
-          f"plateau {d['plateau']} (last-window change {d['decrease_last_window']:.3g}, noise {d['noise_se']:.3g}); "
+          f"plateau {d['plateau']} (last-window change {d['decrease_last_window']:.3g}, noise {d['noise_se']:.3g}, "
+          f"ELBO still to gain {d.get('gain_left', float('nan')):.3g}); "
           f"hyper {({k: np.round(v['mean'], 3).tolist() for k, v in svi.hyper.items()})}")
     if args.nuts:
         t0 = time.perf_counter()

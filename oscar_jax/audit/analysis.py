@@ -185,7 +185,8 @@ class AuditResult:
                                f"{' and item × condition interaction' if self.bayes.interaction else ''}): SVI, "
                                f"{dg['guide']} guide, {dg['steps']} optax Adam steps, {dg['n_draws']} draws from the "
                                f"guide; ELBO {'levelled off' if dg['plateau'] else 'NOT CONVERGED'} (last-window "
-                               f"change {dg['decrease_last_window']:.3g}, noise {dg['noise_se']:.3g})")]
+                               f"change {dg['decrease_last_window']:.3g}, noise {dg['noise_se']:.3g}"
+                               + (f", ELBO still to gain {dg['gain_left']:.3g}" if "gain_left" in dg else "") + ")")]
         elif self.bayes is not None:
             dg = self.bayes.diagnostics
             rh = "–" if dg["max_r_hat"] is None else f"{dg['max_r_hat']:.3f} ({rhat_flag(dg['max_r_hat'])})"

@@ -10,7 +10,11 @@ give δ intervals close to NUTS'; in the original coordinates mean-field interva
 about half as wide as NUTS' on the worked example of docs/audit.md.
 
 The optimizer, guides, plateau check and ELBO trace are the shared ones of
-:mod:`oscar_jax.variational` (Adam on a warm-up/cosine schedule in one ``lax.scan``).
+:mod:`oscar_jax.variational` (Adam on a warm-up/cosine schedule in one ``lax.scan``). The
+default mean-field guide runs as :func:`~oscar_jax.variational.meanfield_fit`, the
+AutoNormal ELBO written directly on the model's ``potential_energy``: on the worked
+example it compiles in ~7 s instead of ~25 s and steps in ~8 ms instead of ~30 ms, and
+its plateau check includes the ELBO still to gain from the last window's gradients.
 The guide starts at moment estimates from the data (item levels and condition contrasts
 on the latent scale), so the means begin near the posterior and the steps mostly fit
 the scales.
@@ -39,6 +43,7 @@ from ..variational import (
     guide_draws,
     guide_name,
     make_guide,
+    meanfield_fit,
     optimize,
     plateau_message,
 )
@@ -49,8 +54,11 @@ from .posterior import AuditPosterior, posterior_from_draws, setup_model
 __all__ = ["AUDIT_SVI", "fit_audit_svi", "initial_values", "run_audit_svi"]
 
 # Default settings for audits, chosen on the worked example of docs/audit.md (2,000 items,
-# 16,000 latent variables; figures in docs/audit.md, "SVI").
-AUDIT_SVI = SviSettings(guide="normal", steps=2000, learning_rate=0.08, draws=4000, init_scale=0.1, flat_tail=0.2)
+# 18,000 latent variables; figures in docs/audit.md, "SVI"): at 1,500 steps the ELBO still
+# had ~3 nats to gain, at 2,000 steps 0.7 (plateau); a final rate of 10 % of the peak (with
+# the iterates averaged over the last window) converges where 1 % stalled.
+AUDIT_SVI = SviSettings(guide="normal", steps=2000, learning_rate=0.08, draws=4000, init_scale=0.1, flat_tail=0.2,
+                        end_fraction=0.1)
 
 HYPER_SITES = ("sigma_item", "sigma_inter", "sigma_noise", "mu", "cutpoints")
 
@@ -105,16 +113,20 @@ def run_audit_svi(key, args, init: dict, *, kind: str, ref: int, interaction: bo
     """Fit the guide and draw from it (pure; jit with the keyword arguments static).
 
     Returns (losses (steps,), δ draws (draws, C) with 0 at the reference, hyperparameter
-    draws {site: (draws, …)}).
+    draws {site: (draws, …)}, the gradient check's z-score (NaN for the low-rank guide)).
     """
     model = _model(kind, ref, interaction, prior)
-    guide = make_guide(model, settings, init)
-    k_init, k_steps, k_draw = jax.random.split(key, 3)
-    losses, params = optimize(k_init, k_steps, model, guide, settings, lambda _: args)
-    sites = ["contrast"] + [s for s in HYPER_SITES + ("z_mean",) if s in guide.prototype_trace]
-    draws = guide_draws(k_draw, guide, params, sites, settings.draws, args)
+    sites = ["contrast"] + [s for s in HYPER_SITES + ("z_mean",) if s in init]
+    if settings.guide == "normal":
+        losses, draws, gain = meanfield_fit(key, model, args, init, settings, sites)
+    else:
+        guide = make_guide(model, settings, init)
+        k_init, k_steps, k_draw = jax.random.split(key, 3)
+        losses, params = optimize(k_init, k_steps, model, guide, settings, lambda _: args)
+        draws = guide_draws(k_draw, guide, params, sites, settings.draws, args)
+        gain = jnp.nan
     delta = centred_effects(draws["contrast"], ref, args[0].shape[0], draws.get("sigma_inter"), draws.get("z_mean"))
-    return losses, delta, {site: draws[site] for site in HYPER_SITES if site in draws}
+    return losses, delta, {site: draws[site] for site in HYPER_SITES if site in draws}, gain
 
 
 run_audit_svi_jit = jax.jit(run_audit_svi, static_argnames=("kind", "ref", "interaction", "prior", "settings"))
@@ -135,12 +147,12 @@ def fit_audit_svi(data: AuditData, reference: str, *, others=None, seed: int = 0
     setup = setup_model(data, reference, interaction)
     init = initial_values(data.kind, setup.args, setup.ref, setup.interaction)
     t0 = time.perf_counter()
-    losses, delta, hyper = run_audit_svi_jit(jax.random.PRNGKey(int(seed)), tuple(setup.args), init, kind=data.kind,
+    losses, delta, hyper, gain = run_audit_svi_jit(jax.random.PRNGKey(int(seed)), tuple(setup.args), init, kind=data.kind,
                                              ref=setup.ref, interaction=setup.interaction, prior=prior,
                                              settings=settings)
     losses = np.asarray(jax.block_until_ready(losses))
     seconds = time.perf_counter() - t0
-    plateau = elbo_plateau(losses)
+    plateau = elbo_plateau(losses, gain=float(gain))
     message = plateau_message(plateau, settings.steps)
     notes = list(setup.notes) + [NARROW_WARNING] + ([message] if message else [])
     diagnostics = {"method": "svi", "guide": guide_name(settings), "steps": settings.steps,
