@@ -47,18 +47,24 @@ def test_mtbench_posterior_is_close_to_point_fit_and_converges():
 @pytest.mark.slow
 def test_mtbench_prompt_candidate_interval_has_the_sandwich_width():
     """Issue 19: on MT-Bench the prompt × candidate posterior's 95% interval for gpt-4's q against
-    the field is within ±25% of the prompt-cluster sandwich's width (measured 0.99 at this
-    setting; the plain model and the old slot shift gave about 0.45–0.5), and gpt-4 leads."""
+    the field is within ±25% of the prompt-cluster sandwich's width (the plain model and the old
+    slot shift gave about 0.45–0.5), and gpt-4 leads.
+
+    A short run keeps this in the suite: 2 chains × (300 + 200) cost about 40% of the former
+    4 × (300 + 300) (measured 2026-12-04 under load: 284 CPU s; ratio 1.11, 0 divergences,
+    P(gpt-4 best) 0.92; 4 × (300 + 300) gave 0.99, the defaults 0.95 and P(best) 0.946 with
+    ESS 776). Its ESS is small (≈ 10–100), so P(best) is checked at ≥ 0.8, about 3 of its
+    Monte Carlo standard errors (≈ 0.03) below the defaults' value."""
     path = shared_data("mtbench")
     from oscar_jax.fit import as_design
 
     design = as_design(path)
     point = oj.fit(design, "oscar", warn=False)
     sw = point.leaderboard("sandwich").set_index("candidate")
-    post = fit_bayes(design, "oscar", chains=4, warmup=300, draws=300, seed=0, warn=False, show_progress=False)
+    post = fit_bayes(design, "oscar", chains=2, warmup=300, draws=200, seed=0, warn=False, show_progress=False)
     assert post.prompt_effect == "candidate"  # the default on MT-Bench
     lb = post.leaderboard().set_index("candidate")
     ratio = (lb.q_field_hi - lb.q_field_lo)["gpt-4"] / (sw.q_field_hi - sw.q_field_lo)["gpt-4"]
     assert 0.75 <= ratio <= 1.25, ratio
     assert post.diagnostics["divergences"] == 0
-    assert lb.index[0] == "gpt-4" and post.p_best["gpt-4"] > 0.9
+    assert lb.index[0] == "gpt-4" and post.p_best["gpt-4"] > 0.8
