@@ -21,6 +21,7 @@ Usage::
 
     python benchmarks/bench_cli.py                     # 3 datasets, 3 rounds (≈ 5 min quiet)
     python benchmarks/bench_cli.py --quick --data FILE # one file, fit only, 1 round
+    python benchmarks/bench_cli.py --quick --data FILE --commands "fit json"   # one command
 """
 
 from __future__ import annotations
@@ -53,13 +54,13 @@ GOALS = {"fit json": 0.5, "fit table": 0.5, "bootstrap": 2.0, "compare": 2.0}  #
 COLD_GOAL = 3.0
 
 
-def commands(data: str, replicates: int, quick: bool) -> dict[str, list[str]]:
+def commands(data: str, replicates: int, quick: bool, only: tuple[str, ...] = ()) -> dict[str, list[str]]:
     cmds = {"fit json": ["fit", data, "--model", "oscar", "--format", "json"],
             "fit table": ["fit", data, "--model", "oscar", "--format", "table"]}
     if not quick:
         cmds["bootstrap"] = ["bootstrap", data, "--replicates", str(replicates)]
         cmds["compare"] = ["compare", data, "--models", "j,j+p", "--folds", "3"]
-    return cmds
+    return {c: a for c, a in cmds.items() if not only or c in only}
 
 
 def _env(cache: Path) -> dict:
@@ -81,11 +82,12 @@ def _probe(args: list[str], env: dict, stats_dir: Path) -> tuple[float, dict]:
     return wall, json.loads(stats.read_text(encoding="utf-8"))
 
 
-def run(files: dict[str, Path], rounds: int, replicates: int, quick: bool, work: Path) -> dict:
+def run(files: dict[str, Path], rounds: int, replicates: int, quick: bool, work: Path,
+        only: tuple[str, ...] = ()) -> dict:
     py = sys.executable
     rows = []
     for name, path in files.items():
-        cmds = commands(str(path), replicates, quick)
+        cmds = commands(str(path), replicates, quick, only)
         cache = work / f"cache-{name.replace(' ', '_')}"
         env = _env(cache)
         result = {c: {"warm": [], "import": []} for c in cmds}
@@ -172,9 +174,14 @@ def main(argv=None) -> dict:
     parser.add_argument("--data-dir", type=Path, default=shared_data_dir())
     parser.add_argument("--rounds", type=int, default=None, help="interleaved rounds (default 3; quick 1)")
     parser.add_argument("--replicates", type=int, default=500)
+    parser.add_argument("--commands", default="", help="comma-separated subset of the commands (e.g. 'fit json')")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "cli.md")
     args = parser.parse_args(argv)
     rounds = args.rounds or (1 if args.quick else 3)
+    only = tuple(c.strip() for c in args.commands.split(",") if c.strip())
+    unknown = set(only) - set(commands("DATA", args.replicates, False))
+    if unknown:
+        parser.error(f"unknown --commands {sorted(unknown)}; choose from {sorted(commands('DATA', 0, False))}")
     if args.data:
         files = {p.name: p for p in args.data}
     else:
@@ -186,7 +193,7 @@ def main(argv=None) -> dict:
     t0 = time.perf_counter()
     load0 = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="oscar_bench_cli_") as tmp:
-        result = run(files, rounds, args.replicates, args.quick, Path(tmp))
+        result = run(files, rounds, args.replicates, args.quick, Path(tmp), only)
     load1 = os.getloadavg()[0]
     text = markdown(result, (load0, load1), rounds, time.perf_counter() - t0)
     args.out.parent.mkdir(parents=True, exist_ok=True)

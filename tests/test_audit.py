@@ -285,7 +285,7 @@ def test_cli_audit_json_table_and_plot(tmp_path, capsys):
     path = tmp_path / "audit.csv"
     frame.to_csv(path, index=False)
     args = [str(path), "--attribute", "advertiser", "--reference", "Retailer A", "--original", "Original",
-            "--labels", "good,fair,bad", "--n-boot", "200", "--warmup", "100", "--draws", "100", "--chains", "2",
+            "--labels", "good,fair,bad", "--n-boot", "100", "--warmup", "50", "--draws", "50", "--chains", "2",
             "--chain-method", "sequential"]
     assert main(["audit", *args, "--format", "json", "--out", str(tmp_path / "out")]) == 0
     payload = json.loads(capsys.readouterr().out)

@@ -90,10 +90,10 @@ def main(argv=None) -> int:
     parser.add_argument("--seed", type=int, default=20260)
     parser.add_argument("--out", default=str(RESULTS / "bayes_coverage.csv"))
     parser.add_argument("--resume", action="store_true", help="skip replicates already in --out")
-    parser.add_argument("--quick", action="store_true", help="2 small replicates (smoke test)")
+    parser.add_argument("--quick", action="store_true", help="1 small replicate (smoke test)")
     args = parser.parse_args(argv)
     if args.quick:
-        args.reps, args.n_prompts, args.warmup, args.draws = 2, 60, 60, 60
+        args.reps, args.n_prompts, args.warmup, args.draws = 1, 60, 40, 40
         args.out = str(Path(args.out).with_name("bayes_coverage_quick.csv"))
     base, default_prompts = STRUCTURES[args.structure]
     if args.n_prompts is None:
@@ -101,7 +101,9 @@ def main(argv=None) -> int:
     params = base.with_controls(rho=args.rho)
     args.rho = params.rho
     models = [BAYES[m.strip()] for m in args.bayes.split(",") if m.strip()]
-    settings = NutsSettings(chains=args.chains, warmup=args.warmup, draws=args.draws)
+    # quick: a depth cap bounds the short warm-up's trajectories (the prompt effect mixes slowly)
+    settings = NutsSettings(chains=args.chains, warmup=args.warmup, draws=args.draws,
+                            **({"max_tree_depth": 5} if args.quick else {}))
     if args.summarize:
         write_markdown(Path(args.out), args, settings)
         return 0
