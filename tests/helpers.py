@@ -36,3 +36,11 @@ def n_memory_mappings() -> int | None:
             return sum(1 for _ in fh)
     except OSError:
         return None
+
+
+def model_layout(design, model: str = "oscar"):
+    """(Layout, effective ModelSpec) of ``model`` on ``design``, as the Bayesian tests set them up."""
+    import oscar_jax as oj
+
+    spec, _ = design.effective_spec(oj.parse_model(model))
+    return design.layout(spec), spec

@@ -22,6 +22,8 @@ from oscar_jax.selection import column_mask
 from oscar_jax.spec import Structure
 from oscar_jax.validate import OscarInputError
 
+from helpers import model_layout
+
 # Two exact evaluations of the same sums (vmap + sum in different orders): rounding only.
 SUM_RTOL = 1e-12
 # Trapezoid rule on 401 nodes against adaptive quadrature of the logistic-normal
@@ -34,11 +36,6 @@ def sim_design():
     return oj.simulate_design(seed=3, n_prompts=60)
 
 
-def _layout(design, model="oscar"):
-    spec, _ = design.effective_spec(oj.parse_model(model))
-    return design.layout(spec), spec
-
-
 # ----------------------------------------------------------------------------- one predictor
 @pytest.mark.parametrize("model", ["oscar", "davidson+plf"])
 def test_prompt_loss_at_zero_shift_is_the_point_fit_loss(model):
@@ -46,7 +43,7 @@ def test_prompt_loss_at_zero_shift_is_the_point_fit_loss(model):
     frame.loc[::6, "outcome"] = 0.5  # ties, so Davidson and fractional differ
     frame.loc[::6, "tie_kind"] = "tie"
     design = oj.build_design(frame, reference_judge="judge0")
-    layout, _ = _layout(design, model)
+    layout, _ = model_layout(design, model)
     theta = 0.3 * jax.random.normal(jax.random.PRNGKey(0), (layout.n_theta,))
     arrays = design.arrays
     got = prompt_loss(theta, jnp.zeros(design.n_clusters), arrays, arrays.pair_stats, layout)
@@ -55,7 +52,7 @@ def test_prompt_loss_at_zero_shift_is_the_point_fit_loss(model):
 
 def test_prompt_shift_enters_as_gamma_times_shift(sim_design):
     """∂L/∂shift_g = Σ_{t∈g} γ_k (w p − wy): the shift moves η by γ_k per unit (fractional ties)."""
-    layout, _ = _layout(sim_design)
+    layout, _ = model_layout(sim_design)
     arrays = sim_design.arrays
     theta = 0.2 * jax.random.normal(jax.random.PRNGKey(1), (layout.n_theta,))
     grad = jax.grad(lambda sh: prompt_loss(theta, sh, arrays, arrays.pair_stats, layout))(jnp.zeros(sim_design.n_clusters))
@@ -71,7 +68,7 @@ def test_log_posterior_is_minus_penalized_objective_and_mode_is_point_fit(sim_de
     """Normal(0, 1/λ) priors: −log p(θ | y) = L(θ) + (λ/2)‖θ‖² + const, so θ̂ is the mode."""
     from numpyro.infer.util import potential_energy
 
-    layout, spec = _layout(sim_design)
+    layout, spec = model_layout(sim_design)
     fit = oj.fit(sim_design, "oscar", warn=False)
     mask = np.asarray(fit.core.mask)
     free = np.flatnonzero(mask)

@@ -17,19 +17,16 @@ from oscar_jax.params import Layout
 from oscar_jax.selection import column_mask
 from oscar_jax.spec import Structure
 
+from helpers import model_layout
+
 
 @pytest.fixture(scope="module")
 def sim_design():
     return oj.simulate_design(seed=3, n_prompts=60)
 
 
-def _layout(design, model="oscar"):
-    spec, _ = design.effective_spec(oj.parse_model(model))
-    return design.layout(spec), spec
-
-
 def test_same_seed_same_draws_other_seed_other_draws(sim_design):
-    layout, spec = _layout(sim_design, "j+p")
+    layout, spec = model_layout(sim_design, "j+p")
     mask = np.asarray(column_mask(sim_design.arrays, sim_design.arrays.stats, layout))
     data = model_data(sim_design.arrays, mask, Priors().resolved(spec.ridge), layout, prompt_effect=False)
     st = NutsSettings(chains=2, warmup=20, draws=10)
@@ -43,7 +40,7 @@ def test_same_seed_same_draws_other_seed_other_draws(sim_design):
 def test_sample_many_is_sample_posterior_per_dataset(sim_design):
     from oscar_jax.bayes import sample_many
 
-    layout, spec = _layout(sim_design, "j+p")
+    layout, spec = model_layout(sim_design, "j+p")
     mask = np.asarray(column_mask(sim_design.arrays, sim_design.arrays.stats, layout))
     data = model_data(sim_design.arrays, mask, Priors().resolved(spec.ridge), layout, prompt_effect=False)
     st = NutsSettings(chains=1, warmup=20, draws=10)
