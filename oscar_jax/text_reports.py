@@ -7,6 +7,7 @@ import textwrap
 import numpy as np
 import pandas as pd
 
+from .intervals import CI_KIND_NAMES
 from .render import TABLE_WIDTH, fill, fmt_ci, render_table, shorten, shorten_names
 from .results import FitResult
 from .scales import on_scale, scale_label
@@ -218,19 +219,20 @@ def bayes_report(result, ci_prob: float, scale: str = "logit", anchor=None) -> s
     digits = 1 if scale in ("elo", "winrate") else 2
     lb = lb.assign(score_ci=[fmt_ci(lo, hi, digits) for lo, hi in zip(lb.score_lo, lb.score_hi)],
                    q_ci=[fmt_ci(lo, hi, 3) for lo, hi in zip(lb.q_field_lo, lb.q_field_hi)])
+    kind = CI_KIND_NAMES[result.ci_kind]
     lines += ["", f"Leaderboard (posterior mean; {scale_label(scale, board.attrs.get('anchor'))} with {pct}% "
-                  f"equal-tailed interval; q: win prob. vs the field, {pct}% HDI)",
+                  f"equal-tailed interval; q: win prob. vs the field, {pct}% {kind})",
               render_table(lb, [("rank", "rank", "d"), ("candidate", "candidate", ""),
                                 ("score", "score", ".1f" if scale in ("elo", "winrate") else ".3f"),
-                                ("score_ci", f"{pct}% CI", ""), ("q_field", "q", ".3f"), ("q_ci", f"{pct}% HDI", ""),
+                                ("score_ci", f"{pct}% CI", ""), ("q_field", "q", ".3f"), ("q_ci", f"{pct}% {kind}", ""),
                                 ("p_best", "P(best)", ".3f")], name_col="candidate")]
     jt = result.judges(ci_prob=ci_prob)
     jt = jt.assign(kappa_ci=[fmt_ci(lo, hi) for lo, hi in zip(jt.kappa_lo, jt.kappa_hi)],
                    D_ci=[fmt_ci(lo, hi) for lo, hi in zip(jt.D_lo, jt.D_hi)],
                    name=[("*" if r else "") + j for j, r in zip(jt.judge, jt.reference)])
-    cols = [("name", "judge (*=ref)", ""), ("n", "n", "d"), ("kappa", "κ", ".3f"), ("kappa_ci", "κ HDI", "")]
+    cols = [("name", "judge (*=ref)", ""), ("n", "n", "d"), ("kappa", "κ", ".3f"), ("kappa_ci", f"κ {kind}", "")]
     if jt["D"].notna().any():
-        cols += [("D", "D", ".2f"), ("D_ci", "D HDI", "")]
+        cols += [("D", "D", ".2f"), ("D_ci", f"D {kind}", "")]
     lines += ["", "Judges (κ = γ·RMS(s): sensitivity; D = tanh(β_pos/2): net first-slot preference)",
               render_table(jt, cols, name_col="name")]
     return "\n".join(line if "\n" in line else fill(line) for line in lines)

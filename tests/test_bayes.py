@@ -148,6 +148,7 @@ def test_priors_default_to_ridge_scale_and_can_be_set():
     ({"prompt_effect": "yes"}, "prompt_effect"),
     ({"priors": {"u": 1.0}}, "Priors"),
     ({"ci_prob": 95}, "ci_prob"),
+    ({"ci_kind": "shortest"}, "ci_kind"),
 ])
 def test_bad_input_is_rejected_before_sampling(sim_design, kwargs, message):
     with pytest.raises(OscarInputError, match=message):
@@ -242,6 +243,31 @@ def test_summaries_are_consistent(small_posterior):
     assert jt.loc[ref, "gamma"] == 1.0 and jt.loc[ref, "gamma_lo"] == 1.0
     sig = post.sigma_prompt()
     assert 0 < sig["lo"] < sig["mean"] < sig["hi"]
+
+
+def test_intervals_are_equal_tailed_by_default_and_hdi_on_request(small_posterior):
+    """ETI = the draws' percentiles (as ``oscar fit --ci bayes`` and the bootstrap), in every table; HDI on request."""
+    from dataclasses import replace
+
+    from arviz_stats.base import array_stats
+
+    post = small_posterior
+    assert post.ci_kind == "eti"
+    q = post.draws("q").reshape(-1, post.draws("q").shape[-1])
+    lo, hi = np.quantile(q, [0.05, 0.95], axis=0)
+    wm = post.win_matrix(ci_prob=0.9)
+    np.testing.assert_allclose(wm.lo.to_numpy()[::2], lo, atol=1e-15)
+    np.testing.assert_allclose(wm.hi.to_numpy()[::2], hi, atol=1e-15)
+    np.testing.assert_allclose(wm.lo.to_numpy()[1::2], 1.0 - hi, atol=1e-15)  # q_ji = 1 − q_ij
+    kappa = post.draws("kappa")
+    hdi = np.asarray(array_stats.hdi(kappa, 0.9, axis=(0, 1)))
+    by_hdi = post.judges("hdi", ci_prob=0.9)
+    np.testing.assert_allclose(by_hdi[["kappa_lo", "kappa_hi"]].to_numpy(), hdi, atol=1e-15)
+    as_hdi = replace(post, ci_kind="hdi")  # the result's default kind: every table and the JSON follow it
+    np.testing.assert_allclose(as_hdi.judges(ci_prob=0.9)[["kappa_lo", "kappa_hi"]].to_numpy(), hdi, atol=1e-15)
+    assert as_hdi.to_dict()["ci_kind"] == "hdi" and post.to_dict()["ci_kind"] == "eti"
+    with pytest.raises(OscarInputError, match="ci"):
+        post.leaderboard("shortest")
 
 
 def test_population_theta_puts_scores_on_the_prompt_averaged_scale(small_posterior):

@@ -21,7 +21,7 @@ def _bayes_stub(n):
     jt = pd.DataFrame({"judge": names(n, "judge"), "kappa": kappa, "kappa_lo": kappa * 0.8, "kappa_hi": kappa * 1.2,
                        "reference": np.arange(n) == 0})
     return types.SimpleNamespace(leaderboard=lambda ci=None, ci_prob=None: lb, judges=lambda ci=None, ci_prob=None: jt,
-                                 interval_level=lambda ci=None, ci_prob=None: 0.95,
+                                 interval_level=lambda ci=None, ci_prob=None: 0.95, ci_kind="eti",
                                  prompt_effect="candidate", effective_spec=types.SimpleNamespace(name="OSCAR"))
 
 

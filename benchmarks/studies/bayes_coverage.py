@@ -195,9 +195,9 @@ def write_markdown(csv_path: Path, args, settings: NutsSettings) -> Path:
     n = int(frame["n_records"].iloc[0])
     labels = {"point_sandwich": "point fit, prompt-cluster sandwich (Eq. 10)",
               "point_model": "point fit, model-based",
-              "bayes_plain": "Bayesian, plain (95% HDI)",
-              "bayes_prompt": "Bayesian + prompt × candidate effect, prompt-averaged q (95% HDI)",
-              "bayes_slot": "Bayesian + slot shift per prompt (older model), prompt-averaged q (95% HDI)",
+              "bayes_plain": "Bayesian, plain",
+              "bayes_prompt": "Bayesian + prompt × candidate effect, prompt-averaged q",
+              "bayes_slot": "Bayesian + slot shift per prompt (older model), prompt-averaged q",
               "bayes_prompt_conditional": "Bayesian + prompt effect, prompt-conditional q (z = 0)"}
     what = ("Appendix G" if args.structure == "copula" else
             "prompt × candidate effects (3 candidates per prompt, σ_pc = 0.5)")
@@ -208,16 +208,17 @@ def write_markdown(csv_path: Path, args, settings: NutsSettings) -> Path:
              f"target_accept {settings.target_accept}, dense mass; default Normal(0, 1/λ) priors, λ = 0.05. "
              "Monte Carlo SE = sd over datasets / √datasets.",
              "",
-             "| method | coverage | MC SE | equal-tailed | q RMSE | mean width | max R-hat | min ESS | divergences |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "| method | coverage (Bayes: HDI) | MC SE | Bayes: equal-tailed (the default interval) | MC SE | q RMSE | "
+             "mean width (Bayes: HDI) | max R-hat | min ESS | divergences |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for method, label in labels.items():
         sub = frame[frame.method == method]
         if sub.empty:
             continue
         cov = sub.coverage
-        eti = sub.coverage_eti.mean()
+        eti, eti_se = sub.coverage_eti.mean(), sub.coverage_eti.std(ddof=1) / np.sqrt(len(sub))
         lines.append(f"| {label} | {100 * cov.mean():.1f}% | {100 * cov.std(ddof=1) / np.sqrt(len(sub)):.1f} | "
-                     f"{'' if np.isnan(eti) else f'{100 * eti:.1f}%'} | {sub.q_rmse.mean():.4f} | {sub.mean_width.mean():.3f} | "
+                     f"{' | ' if np.isnan(eti) else f'{100 * eti:.1f}% | {100 * eti_se:.1f}'} | {sub.q_rmse.mean():.4f} | {sub.mean_width.mean():.3f} | "
                      f"{'' if sub.max_rhat.isna().all() else f'{sub.max_rhat.max():.3f}'} | "
                      f"{'' if sub.min_ess.isna().all() else f'{sub.min_ess.min():.0f}'} | "
                      f"{int(sub.divergences.sum()) if method.startswith('bayes') else ''} |")

@@ -91,7 +91,9 @@ def run_dataset(key: str, path: Path, bayes: list[str], replicates: int, seed: i
         lb = post.leaderboard().set_index("candidate")
         s = post._flat("s")
         frame[f"q_{b}"] = lb.q_field.loc[names].to_numpy()
-        frame[f"w_{b}"] = (lb.q_field_hi - lb.q_field_lo).loc[names].to_numpy()
+        frame[f"w_{b}"] = (lb.q_field_hi - lb.q_field_lo).loc[names].to_numpy()   # equal-tailed (the default)
+        hdi = post.leaderboard("hdi").set_index("candidate")
+        frame[f"w_{b}_hdi"] = (hdi.q_field_hi - hdi.q_field_lo).loc[names].to_numpy()
         p, se, ess = p_best_mc_se(post)
         frame[f"p_best_{b}"] = p
         frame[f"p_best_{b}_se"] = se
@@ -146,7 +148,7 @@ def _markdown(frame: pd.DataFrame) -> str:
 
 def write_markdown(frame: pd.DataFrame, metas: list[dict], bayes: list[str], path: Path, load: float, args) -> Path:
     lines = ["# Bayesian 95% intervals for q against the field on real data", "",
-             "Width ratios per candidate (Bayesian HDI width / other interval's width), median and range over "
+             "Width ratios per candidate (Bayesian equal-tailed interval's width / other interval's width), median and range over "
              "candidates. prompt = prompt × candidate effect (default), plain = no prompt effect. "
              f"NUTS {args.chains} × "
              f"({args.warmup} + {args.draws}), seed {args.seed}; prompt bootstrap {args.replicates} replicates. "

@@ -14,7 +14,8 @@ from ..design import Design
 from ..problem import prepare
 from ..sandwich import INDEPENDENCE_NOTE
 from ..spec import ModelSpec
-from ..validate import OscarInputError, check_ci_prob
+from ..intervals import CI_KINDS
+from ..validate import OscarInputError, check_choice, check_ci_prob
 from ._datatree import to_datatree
 from ._diagnostics import compute_diagnostics
 from ._model import Priors, effect_kind, model_data
@@ -66,7 +67,7 @@ def fit_bayes(data, model: str | ModelSpec = "oscar", *, prompt_effect: bool | s
               ridge: float | None = None, chains: int = 4, warmup: int = 1000, draws: int = 1000, seed: int = 0,
               target_accept: float = 0.9, dense_mass: bool = True, max_tree_depth: int = 10,
               reference_judge: str | None = None, family_map=None, covariates=(), schema: str | None = None,
-              bothbad: str = "tie", ci_prob: float = 0.95, keep_prompt_effects: bool | None = None,
+              bothbad: str = "tie", ci_prob: float = 0.95, ci_kind: str = "eti", keep_prompt_effects: bool | None = None,
               warn: bool = True, show_progress: bool | None = None, method: str = "nuts", svi=None,
               init: str = "uniform") -> BayesResult:
     """Bayesian OSCAR: NUTS on the point fit's likelihood with Normal(0, 1/λ) priors.
@@ -109,7 +110,11 @@ def fit_bayes(data, model: str | ModelSpec = "oscar", *, prompt_effect: bool | s
     max_tree_depth
         NUTS tree-depth limit.
     ci_prob
-        Level of the highest-density intervals in the tables.
+        Level of the intervals in the tables.
+    ci_kind
+        Their kind: ``"eti"`` (equal-tailed, the default: as ``oscar fit --ci bayes``, the
+        bootstrap's percentiles and ArviZ 1.x) or ``"hdi"`` (highest density). Each table
+        also takes ``ci="eti"``/``"hdi"``.
     keep_prompt_effects
         Store the (chains, draws, G) z_g in the DataTree (default: when G ≤ 2000).
     warn
@@ -147,6 +152,7 @@ def fit_bayes(data, model: str | ModelSpec = "oscar", *, prompt_effect: bool | s
     ['rank', 'candidate', 'score']
     """
     ci_prob = check_ci_prob(ci_prob)
+    ci_kind = check_choice("ci_kind", ci_kind, CI_KINDS)
     if method not in ("nuts", "svi"):
         raise OscarInputError(f"method must be 'nuts' or 'svi', got {method!r}")
     if init not in ("uniform", "svi"):
@@ -195,7 +201,7 @@ def fit_bayes(data, model: str | ModelSpec = "oscar", *, prompt_effect: bool | s
     if method == "svi":
         return fit_bayes_svi(problem, mask=mask, priors=resolved, md=md, prompt_effect=prompt_effect,
                              n_clusters=n_clusters, keep_prompt_effects=keep, notes=notes, seed=seed, ci_prob=ci_prob,
-                             settings=svi, warn=warn)
+                             ci_kind=ci_kind, settings=svi, warn=warn)
     start = time.perf_counter()
     warm, info = {}, {}
     if init == "svi":
@@ -219,7 +225,7 @@ def fit_bayes(data, model: str | ModelSpec = "oscar", *, prompt_effect: bool | s
         idata["posterior"] = ds.drop_vars([v for v in ("z_prompt", "prompt") if v in ds.variables])
     result = BayesResult(design=design, spec=spec, effective_spec=eff, layout=layout, mask=mask, priors=resolved,
                          settings=settings, prompt_effect=prompt_effect, seed=int(seed), idata=idata,
-                         diagnostics=diagnostics, notes=tuple(notes), ci_prob=ci_prob,
+                         diagnostics=diagnostics, notes=tuple(notes), ci_prob=ci_prob, ci_kind=ci_kind,
                          timing={"sampling_s_including_compile": elapsed,
                                  **({"svi_start_s": info["svi_start_s"]} if info else {})})
     if warn:

@@ -10,6 +10,7 @@ import xarray as xr
 
 from ..figures import new_figure, save_png
 from ..palette import COLOURS, GREY
+from ..intervals import CI_KIND_NAMES
 from ..render import shorten_names, write_tables
 
 __all__ = ["save_idata", "load_idata", "save_result", "plot_forest", "plot_judges", "OKABE_ITO"]
@@ -92,7 +93,7 @@ def _figure(height: float):
 
 
 def plot_forest(result, path, ci_prob: float | None = None) -> Path:
-    """Forest plot of q against the field (posterior mean and HDI) for every candidate."""
+    """Forest plot of q against the field (posterior mean and interval) for every candidate."""
     prob = result.interval_level(ci_prob=ci_prob)
     lb = result.leaderboard(ci_prob=prob).iloc[::-1]
     fig = _figure(1.2 + 0.32 * len(lb))
@@ -103,7 +104,7 @@ def plot_forest(result, path, ci_prob: float | None = None) -> Path:
     ax.axvline(0.5, color=OKABE_ITO["grey"], linestyle="--", linewidth=1)
     ax.set_yticks(y, [str(c) for c in lb.candidate])
     pct = int(round(100 * prob))
-    ax.set_xlabel(f"win probability against the field q (posterior mean, {pct}% HDI)")
+    ax.set_xlabel(f"win probability against the field q (posterior mean, {pct}% {CI_KIND_NAMES[result.ci_kind]})")
     ax.set_ylabel("candidate")
     pe = " + prompt effect" if result.prompt_effect else ""
     ax.set_title(f"Bayesian {result.effective_spec.name}{pe}: candidates")
@@ -114,7 +115,7 @@ def plot_forest(result, path, ci_prob: float | None = None) -> Path:
 
 
 def plot_judges(result, path, ci_prob: float | None = None) -> Path:
-    """Judge sensitivities κ_k with HDIs; the reference judge in a second colour and marker."""
+    """Judge sensitivities κ_k with intervals; the reference judge in a second colour and marker."""
     prob = result.interval_level(ci_prob=ci_prob)
     jt = result.judges(ci_prob=prob).sort_values("kappa", kind="mergesort")
     fig = _figure(1.2 + 0.3 * len(jt))
@@ -128,7 +129,7 @@ def plot_judges(result, path, ci_prob: float | None = None) -> Path:
                label="reference judge (γ = 1)")
     ax.set_yticks(y, shorten_names(jt.judge, 40))  # organisation first, then the end: never cut from the left
     pct = int(round(100 * prob))
-    ax.set_xlabel(f"sensitivity κ = γ·RMS(s) (posterior mean, {pct}% HDI)")
+    ax.set_xlabel(f"sensitivity κ = γ·RMS(s) (posterior mean, {pct}% {CI_KIND_NAMES[result.ci_kind]})")
     ax.set_ylabel("judge")
     ax.set_xlim(left=0.0)
     ax.set_title(f"Bayesian {result.effective_spec.name}: judge sensitivities")

@@ -13,7 +13,7 @@ import xarray as xr
 from arviz_stats.base import array_stats
 
 from ..design import Design
-from ..intervals import draw_ranks, interval_request, rank_probabilities
+from ..intervals import CI_KINDS, draw_ranks, interval_request, percentiles, rank_probabilities
 from ..jsonable import finite_or_none as num, records
 from ..params import Layout
 from ..spec import ModelSpec
@@ -65,6 +65,9 @@ class BayesResult:
         tree_depth, acceptance_rate, step_size).
     diagnostics
         :func:`compute_diagnostics` of the run.
+    ci_prob, ci_kind
+        Level and kind of the tables' intervals unless a table is asked for others:
+        ``"eti"`` (equal-tailed, the default) or ``"hdi"`` (highest density).
     """
 
     design: Design
@@ -81,6 +84,7 @@ class BayesResult:
     notes: tuple[str, ...]
     ci_prob: float = 0.95
     timing: dict | None = None
+    ci_kind: str = "eti"
 
     # ------------------------------------------------------------------ draws
     def draws(self, name: str) -> np.ndarray:
@@ -110,13 +114,25 @@ class BayesResult:
         x = self.draws(name)
         return x.reshape((-1,) + x.shape[2:])
 
-    def interval_level(self, ci=None, ci_prob: float | None = None) -> float:
-        """The HDI level a table uses: ``ci_prob`` (or a number given as ``ci``), else the result's."""
-        return interval_request(ci, ci_prob, kinds=("hdi",), default_prob=self.ci_prob)[1]
+    def interval_request(self, ci=None, ci_prob: float | None = None) -> tuple[str, float]:
+        """(kind, level) a table uses: ``ci`` names ``"eti"`` (equal-tailed) or ``"hdi"``
+        (highest density), default the result's ``ci_kind``; ``ci_prob`` (or a number given
+        as ``ci``) the level, default the result's."""
+        kinds = (self.ci_kind,) + tuple(k for k in CI_KINDS if k != self.ci_kind)
+        return interval_request(ci, ci_prob, kinds=kinds, default_prob=self.ci_prob)
 
-    def _hdi(self, x: np.ndarray, prob: float) -> np.ndarray:
-        """(…, 2) highest-density interval over the (chain, draw) axes."""
-        return np.asarray(array_stats.hdi(x, prob, axis=(0, 1)))
+    def interval_level(self, ci=None, ci_prob: float | None = None) -> float:
+        """The level a table uses: ``ci_prob`` (or a number given as ``ci``), else the result's."""
+        return self.interval_request(ci, ci_prob)[1]
+
+    @staticmethod
+    def _interval(x: np.ndarray, request: tuple[str, float]) -> np.ndarray:
+        """(…, 2) interval of the kind and level of ``request`` over the (chain, draw) axes."""
+        kind, prob = request
+        if kind == "hdi":
+            return np.asarray(array_stats.hdi(x, prob, axis=(0, 1)))
+        lo, hi = percentiles(x.reshape((-1,) + x.shape[2:]), prob)
+        return np.stack([lo, hi], axis=-1)
 
     @cached_property
     def _kept(self) -> dict:
@@ -174,14 +190,14 @@ class BayesResult:
 
     # ------------------------------------------------------------------ tables
     def leaderboard(self, ci: str | float | None = None, *, ci_prob: float | None = None) -> pd.DataFrame:
-        """Candidates by posterior mean score, with HDIs, q against the field and P(best).
+        """Candidates by posterior mean score, with intervals, q against the field and P(best).
 
         ``score`` is the average-judge logit x = γ̄·s (posterior mean, sd and HDI), as in
         :meth:`FitResult.leaderboard`; the raw s is ``s``, ``s_sd``, ``s_lo``, ``s_hi``.
         """
-        prob = self.interval_level(ci, ci_prob)
+        req = self.interval_request(ci, ci_prob)
         x, s, qf = self.draws("x"), self.draws("s"), self.draws("q_field")
-        x_hdi, s_hdi, q_hdi = self._hdi(x, prob), self._hdi(s, prob), self._hdi(qf, prob)
+        x_hdi, s_hdi, q_hdi = self._interval(x, req), self._interval(s, req), self._interval(qf, req)
         names = self.design.candidates
         frame = pd.DataFrame({
             "candidate": names,
@@ -205,12 +221,12 @@ class BayesResult:
         return frame
 
     def judges(self, ci: str | float | None = None, *, ci_prob: float | None = None) -> pd.DataFrame:
-        """Per judge: γ, κ, D with posterior sd and HDI; β_len, β_fam (and τ) means; kept columns."""
-        prob = self.interval_level(ci, ci_prob)
+        """Per judge: γ, κ, D with posterior sd and interval; β_len, β_fam (and τ) means; kept columns."""
+        req = self.interval_request(ci, ci_prob)
         k = self.design.n_judge
         ref = self.design.reference
         gamma, kappa = self.draws("gamma"), self.draws("kappa")
-        g_hdi, k_hdi = self._hdi(gamma, prob), self._hdi(kappa, prob)
+        g_hdi, k_hdi = self._interval(gamma, req), self._interval(kappa, req)
         g_hdi[ref] = 1.0  # γ_ref ≡ 1 by definition
         kept = self._kept
         rows = {
@@ -228,7 +244,7 @@ class BayesResult:
         nan = np.full(k, np.nan)
         if "D" in self.idata.posterior:
             d = self.draws("D")
-            d_hdi = self._hdi(d, prob)
+            d_hdi = self._interval(d, req)
             keep = kept["pos"]
             rows.update({"beta_pos": np.where(keep, self.draws("beta_pos").mean(axis=(0, 1)), np.nan),
                          "D": np.where(keep, d.mean(axis=(0, 1)), np.nan),
@@ -247,14 +263,14 @@ class BayesResult:
         return pd.DataFrame(rows)
 
     def win_matrix(self, ci: str | float | None = None, *, ci_prob: float | None = None) -> pd.DataFrame:
-        """q_ij for every ordered pair: posterior mean, sd, HDI and P(s_a > s_b)."""
-        prob = self.interval_level(ci, ci_prob)
+        """q_ij for every ordered pair: posterior mean, sd, interval and P(s_a > s_b)."""
+        req = self.interval_request(ci, ci_prob)
         c = self.design.n_cand
         names = self.design.candidates
         q = self.draws("q")                       # (chains, draws, pairs i<j)
         s = self._flat("s")
         iu = np.triu_indices(c, 1)
-        hdi = self._hdi(q, prob)
+        hdi = self._interval(q, req)
         rows = []
         for p, (i, j) in enumerate(zip(*iu)):
             mean, sd = float(q[..., p].mean()), float(q[..., p].std())
@@ -282,7 +298,7 @@ class BayesResult:
                              "p_kappa_greater": p[i, j]})
 
     def summary(self, var_names=None, ci_prob: float | None = None) -> pd.DataFrame:
-        """``arviz_stats.summary`` (mean, sd, HDI, ESS, R-hat, MCSE) of posterior variables.
+        """``arviz_stats.summary`` (mean, sd, interval, ESS, R-hat, MCSE) of posterior variables.
 
         Default variables: the sampled ``theta`` (and σ_u), ``s``, ``q``, ``q_field`` and
         ``kappa`` (none of which holds constants, whose R-hat is undefined).
@@ -290,7 +306,8 @@ class BayesResult:
         prob = self.interval_level(ci_prob=ci_prob)
         if var_names is None:
             var_names = [n for n in ("theta", "sigma_prompt", "s", "q", "q_field", "kappa") if n in self.idata.posterior]
-        return arviz_stats.summary(self.idata, var_names=list(var_names), ci_prob=prob, ci_kind="hdi", round_to="none")
+        return arviz_stats.summary(self.idata, var_names=list(var_names), ci_prob=prob, ci_kind=self.ci_kind,
+                                     round_to="none")
 
     def population_theta(self) -> np.ndarray:
         """(draws, n_theta) θ draws on the prompt-averaged scale, for draw-based point-fit tables.
@@ -321,11 +338,11 @@ class BayesResult:
         return full
 
     def sigma_prompt(self, ci_prob: float | None = None) -> dict | None:
-        """Posterior mean, sd and HDI of σ_u (None without the prompt effect)."""
+        """Posterior mean, sd and interval of σ_u (None without the prompt effect)."""
         if not self.prompt_effect:
             return None
         x = self.draws("sigma_prompt")
-        lo, hi = self._hdi(x[..., None], self.interval_level(ci_prob=ci_prob))[0]
+        lo, hi = self._interval(x[..., None], self.interval_request(ci_prob=ci_prob))[0]
         return {"mean": float(x.mean()), "sd": float(x.std()), "lo": float(lo), "hi": float(hi)}
 
     def to_dict(self, ci_prob: float | None = None) -> dict:
@@ -356,7 +373,7 @@ class BayesResult:
             "n_prompts": int(self.design.n_clusters),
             "reference_judge": self.design.judges[self.design.reference],
             "ci_prob": prob,
-            "ci_kind": "hdi",
+            "ci_kind": self.ci_kind,
             "seed": self.seed,
             "priors": asdict(self.priors),
             "settings": asdict(self.settings),

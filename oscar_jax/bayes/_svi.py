@@ -139,7 +139,7 @@ def mode_start(problem, md, mask, seed: int):
 
 def fit_bayes_svi(problem: Problem, *, mask, priors, md: ModelData, prompt_effect: str | bool,
                   n_clusters: int | None, keep_prompt_effects: bool, notes: list, seed: int, ci_prob: float,
-                  settings: SviSettings | None, warn: bool):
+                  ci_kind: str, settings: SviSettings | None, warn: bool):
     """The SVI branch of :func:`~oscar_jax.bayes.fit_bayes` (validated inputs in, BayesResult out).
 
     ``notes`` are the problem's notes followed by those of the Bayesian set-up.
@@ -174,7 +174,7 @@ def fit_bayes_svi(problem: Problem, *, mask, priors, md: ModelData, prompt_effec
         notes.append(f"SVI minibatches: {batch:,} of {n_units:,} likelihood units per step")
     result = BayesResult(design=design, spec=spec, effective_spec=eff, layout=layout, mask=mask, priors=priors,
                          settings=settings, prompt_effect=prompt_effect, seed=int(seed), idata=idata,
-                         diagnostics=diagnostics, notes=tuple(notes), ci_prob=ci_prob,
+                         diagnostics=diagnostics, notes=tuple(notes), ci_prob=ci_prob, ci_kind=ci_kind,
                          timing={"point_fit_s": point_s, "svi_s_including_compile": svi_s})
     if warn:
         warnings.warn(VariationalWarning(NARROW_WARNING), stacklevel=3)

@@ -38,7 +38,10 @@ def add_arguments(parser):
     parser.add_argument("--ridge", type=float, default=None,
                         help="λ of the default Normal(0, 1/λ) priors (default 0.05, the point fit's ridge)")
     parser.add_argument("--target-accept", type=float, default=0.9, help="NUTS target acceptance (default 0.9)")
-    parser.add_argument("--ci-prob", type=float, default=0.95, help="HDI level (default 0.95)")
+    parser.add_argument("--ci-prob", type=float, default=0.95, help="interval level (default 0.95)")
+    parser.add_argument("--ci-kind", choices=["eti", "hdi"], default="eti",
+                        help="posterior intervals: eti (equal-tailed, default; as --ci bayes of oscar fit and the "
+                             "bootstrap's percentiles) or hdi (highest density)")
     parser.add_argument("--format", choices=["table", "json"], default="table", help="output format")
     from .bootstrap import add_scale_arguments
 
@@ -74,7 +77,7 @@ def run(args) -> int:
     effect = False if args.no_prompt_effect else args.prompt_effect
     result = fit_bayes(design, args.model, prompt_effect=effect, ridge=args.ridge, chains=args.chains,
                        warmup=args.warmup, draws=args.draws, seed=args.seed, target_accept=args.target_accept,
-                       ci_prob=args.ci_prob, method=args.method, svi=_svi_settings(args))
+                       ci_prob=args.ci_prob, ci_kind=args.ci_kind, method=args.method, svi=_svi_settings(args))
     if args.out:
         result.save(args.out, ci_prob=args.ci_prob, plots=not args.no_plots)
     if args.format == "json":
