@@ -192,26 +192,26 @@ class BayesResult:
     def leaderboard(self, ci: str | float | None = None, *, ci_prob: float | None = None) -> pd.DataFrame:
         """Candidates by posterior mean score, with intervals, q against the field and P(best).
 
-        ``score`` is the average-judge logit x = γ̄·s (posterior mean, sd and HDI), as in
+        ``score`` is the average-judge logit x = γ̄·s (posterior mean, sd and interval), as in
         :meth:`FitResult.leaderboard`; the raw s is ``s``, ``s_sd``, ``s_lo``, ``s_hi``.
         """
         req = self.interval_request(ci, ci_prob)
         x, s, qf = self.draws("x"), self.draws("s"), self.draws("q_field")
-        x_hdi, s_hdi, q_hdi = self._interval(x, req), self._interval(s, req), self._interval(qf, req)
+        x_ci, s_ci, q_ci = self._interval(x, req), self._interval(s, req), self._interval(qf, req)
         names = self.design.candidates
         frame = pd.DataFrame({
             "candidate": names,
             "score": x.mean(axis=(0, 1)),
             "score_sd": x.std(axis=(0, 1)),
-            "score_lo": x_hdi[:, 0],
-            "score_hi": x_hdi[:, 1],
+            "score_lo": x_ci[:, 0],
+            "score_hi": x_ci[:, 1],
             "s": s.mean(axis=(0, 1)),
             "s_sd": s.std(axis=(0, 1)),
-            "s_lo": s_hdi[:, 0],
-            "s_hi": s_hdi[:, 1],
+            "s_lo": s_ci[:, 0],
+            "s_hi": s_ci[:, 1],
             "q_field": qf.mean(axis=(0, 1)),
-            "q_field_lo": q_hdi[:, 0],
-            "q_field_hi": q_hdi[:, 1],
+            "q_field_lo": q_ci[:, 0],
+            "q_field_hi": q_ci[:, 1],
             "p_best": self.p_best.to_numpy(),
             "rank_mean": self._ranks.mean(axis=0),
             "votes": [self.design.counts.get("candidate_votes", {}).get(c, 0) for c in names],
@@ -226,31 +226,31 @@ class BayesResult:
         k = self.design.n_judge
         ref = self.design.reference
         gamma, kappa = self.draws("gamma"), self.draws("kappa")
-        g_hdi, k_hdi = self._interval(gamma, req), self._interval(kappa, req)
-        g_hdi[ref] = 1.0  # γ_ref ≡ 1 by definition
+        g_ci, k_ci = self._interval(gamma, req), self._interval(kappa, req)
+        g_ci[ref] = 1.0  # γ_ref ≡ 1 by definition
         kept = self._kept
         rows = {
             "judge": list(self.design.judges),
             "n": [self.design.counts.get("judge_records", {}).get(j, 0) for j in self.design.judges],
             "reference": [i == ref for i in range(k)],
             "gamma": gamma.mean(axis=(0, 1)),
-            "gamma_lo": g_hdi[:, 0],
-            "gamma_hi": g_hdi[:, 1],
+            "gamma_lo": g_ci[:, 0],
+            "gamma_hi": g_ci[:, 1],
             "kappa": kappa.mean(axis=(0, 1)),
             "kappa_sd": kappa.std(axis=(0, 1)),
-            "kappa_lo": k_hdi[:, 0],
-            "kappa_hi": k_hdi[:, 1],
+            "kappa_lo": k_ci[:, 0],
+            "kappa_hi": k_ci[:, 1],
         }
         nan = np.full(k, np.nan)
         if "D" in self.idata.posterior:
             d = self.draws("D")
-            d_hdi = self._interval(d, req)
+            d_ci = self._interval(d, req)
             keep = kept["pos"]
             rows.update({"beta_pos": np.where(keep, self.draws("beta_pos").mean(axis=(0, 1)), np.nan),
                          "D": np.where(keep, d.mean(axis=(0, 1)), np.nan),
                          "D_sd": np.where(keep, d.std(axis=(0, 1)), np.nan),
-                         "D_lo": np.where(keep, d_hdi[:, 0], np.nan),
-                         "D_hi": np.where(keep, d_hdi[:, 1], np.nan)})
+                         "D_lo": np.where(keep, d_ci[:, 0], np.nan),
+                         "D_hi": np.where(keep, d_ci[:, 1], np.nan)})
         else:
             rows.update({"beta_pos": nan, "D": nan, "D_sd": nan, "D_lo": nan, "D_hi": nan})
         for term in ("len", "fam"):
@@ -270,15 +270,15 @@ class BayesResult:
         q = self.draws("q")                       # (chains, draws, pairs i<j)
         s = self._flat("s")
         iu = np.triu_indices(c, 1)
-        hdi = self._interval(q, req)
+        band = self._interval(q, req)
         rows = []
         for p, (i, j) in enumerate(zip(*iu)):
             mean, sd = float(q[..., p].mean()), float(q[..., p].std())
             better = float((s[:, i] > s[:, j]).mean())
-            rows.append({"a": names[i], "b": names[j], "q": mean, "sd": sd, "lo": hdi[p, 0], "hi": hdi[p, 1],
+            rows.append({"a": names[i], "b": names[j], "q": mean, "sd": sd, "lo": band[p, 0], "hi": band[p, 1],
                          "p_a_better": better})
-            rows.append({"a": names[j], "b": names[i], "q": 1.0 - mean, "sd": sd, "lo": 1.0 - hdi[p, 1],
-                         "hi": 1.0 - hdi[p, 0], "p_a_better": 1.0 - better})
+            rows.append({"a": names[j], "b": names[i], "q": 1.0 - mean, "sd": sd, "lo": 1.0 - band[p, 1],
+                         "hi": 1.0 - band[p, 0], "p_a_better": 1.0 - better})
         return pd.DataFrame(rows)
 
     def judge_comparisons(self, long: bool = True) -> pd.DataFrame:
