@@ -119,7 +119,9 @@ def test_bench_bootstrap_speed_on_simulated_data(tmp_path):
 
 
 def test_bench_simulation_quick(tmp_path):
-    bench_simulation.main(["--quick", "--out", str(tmp_path)])
+    # Two methods of five: J+P is fitted at the main setting only, OSCAR at the controls too
+    # (both branches of the study's restriction), with half the sweep's compiled programs.
+    bench_simulation.main(["--quick", "--methods", "j+p,oscar", "--out", str(tmp_path)])
     text = (tmp_path / "simulation.md").read_text(encoding="utf-8")
     parsed = run_all.Outcome("simulation", "ok")
     run_all.collect_simulation(text, parsed, True)
