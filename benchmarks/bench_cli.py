@@ -10,7 +10,7 @@ interleaved with the two references it is compared to in the same round:
 Commands: ``oscar fit DATA --model oscar --format json`` and ``--format table``,
 ``oscar bootstrap DATA --replicates 500``, ``oscar compare DATA --models j,j+p --folds
 3``. *Cold* runs use an empty compile cache (``OSCAR_JAX_CACHE_DIR`` → a fresh folder);
-*warm* runs reuse it after one untimed run. Every command runs through
+*warm* runs reuse the programs the cold runs stored (their caches merged into one). Every command runs through
 ``benchmarks/cli_probe.py``, which also counts XLA compilations and traces per
 invocation: the number that does not depend on the machine's load.
 
