@@ -8,6 +8,7 @@ never how fast anything is.
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -128,10 +129,13 @@ def test_bench_simulation_quick(tmp_path):
     assert parsed.rows and parsed.rows[0].package_s > 0
 
 
-def test_bench_cli_quick_counts_compilations(tmp_path):
+def test_bench_cli_quick_counts_compilations(tmp_path, monkeypatch):
     # Whole `oscar fit` processes on a small shipped file, cold and warm cache (nothing timed here).
-    # One command keeps the subprocesses to five; test_cli_compilations counts both formats.
+    # One command keeps the subprocesses to four; test_cli_compilations counts both formats.
     from benchmarks import bench_cli
+    from test_cli_compilations import FAST_COMPILE
+
+    monkeypatch.setenv("XLA_FLAGS", (os.environ.get("XLA_FLAGS", "") + " " + FAST_COMPILE).strip())  # the subprocesses'
 
     data = ROOT / "tests" / "data" / "eco_arena.csv"
     out = bench_cli.main(["--quick", "--data", str(data), "--commands", "fit json", "--out", str(tmp_path / "cli.md")])
