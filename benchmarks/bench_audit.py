@@ -75,6 +75,8 @@ def frequentist(args) -> tuple[list[str], list[dict]]:
     n_audits, quick_items, n_boot = _sizes(args)
     for name, desc, params, n_items, n_reps in SCENARIOS:
         n_items = quick_items or n_items
+        if args.quick:  # 3 runs stand for several: the runs-based scenarios share one compiled study per kind
+            n_reps = min(n_reps, 3)
         t0 = time.perf_counter()
         out = calibration_study(args.seed, n_audits, n_items, n_reps, params, n_boot=n_boot)
         secs = time.perf_counter() - t0

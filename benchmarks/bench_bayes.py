@@ -48,7 +48,8 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.quick:
         design, name = oj.simulate_design(seed=0, n_prompts=60), "simulated (quick)"
-        args.chains, args.warmup, args.draws = 2, 50, 50
+        # bench_svi.py --quick samples this design with these settings too: one compiled sampler
+        args.chains, args.warmup, args.draws = 2, 100, 100
     else:
         design = as_design(shared_data_dir() / "xu2026" / "judge_results_10k_mtbench.json",
                            reference_judge=REFERENCE_JUDGE)

@@ -1,6 +1,7 @@
 import os
 import shutil
 import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -12,6 +13,19 @@ import pytest
 _OWN_CACHE = None
 if "OSCAR_JAX_CACHE_DIR" not in os.environ:
     _OWN_CACHE = os.environ["OSCAR_JAX_CACHE_DIR"] = tempfile.mkdtemp(prefix="oscar_jax_tests_")
+
+
+def pytest_configure(config):
+    # Informational, once per note per session; tests/test_api_display.py checks it is issued.
+    # Not in pyproject.toml: pytest imports a filter's warning category while it reads the
+    # ini file, before this file sets OSCAR_JAX_CACHE_DIR, and importing oscar_jax enables
+    # the compile cache — the suite then wrote to (and read stale programs from) ~/.cache.
+    config.addinivalue_line("filterwarnings", "ignore::oscar_jax.fit.OscarNoteWarning")
+    import oscar_jax
+
+    if _OWN_CACHE is not None and oscar_jax.compile_cache.cache_dir() != Path(_OWN_CACHE):
+        raise pytest.UsageError(f"oscar_jax was imported before tests/conftest.py set {oscar_jax.compile_cache.ENV_VAR}: "
+                                f"its compile cache is {oscar_jax.compile_cache.cache_dir()}, not {_OWN_CACHE}")
 
 
 def pytest_unconfigure(config):

@@ -8,6 +8,7 @@ never how fast anything is.
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -119,17 +120,22 @@ def test_bench_bootstrap_speed_on_simulated_data(tmp_path):
 
 
 def test_bench_simulation_quick(tmp_path):
-    bench_simulation.main(["--quick", "--out", str(tmp_path)])
+    # Two methods of five: J+P is fitted at the main setting only, OSCAR at the controls too
+    # (both branches of the study's restriction), with half the sweep's compiled programs.
+    bench_simulation.main(["--quick", "--methods", "j+p,oscar", "--out", str(tmp_path)])
     text = (tmp_path / "simulation.md").read_text(encoding="utf-8")
     parsed = run_all.Outcome("simulation", "ok")
     run_all.collect_simulation(text, parsed, True)
     assert parsed.rows and parsed.rows[0].package_s > 0
 
 
-def test_bench_cli_quick_counts_compilations(tmp_path):
+def test_bench_cli_quick_counts_compilations(tmp_path, monkeypatch):
     # Whole `oscar fit` processes on a small shipped file, cold and warm cache (nothing timed here).
-    # One command keeps the subprocesses to five; test_cli_compilations counts both formats.
+    # One command keeps the subprocesses to four; test_cli_compilations counts both formats.
     from benchmarks import bench_cli
+    from test_cli_compilations import FAST_COMPILE
+
+    monkeypatch.setenv("XLA_FLAGS", (os.environ.get("XLA_FLAGS", "") + " " + FAST_COMPILE).strip())  # the subprocesses'
 
     data = ROOT / "tests" / "data" / "eco_arena.csv"
     out = bench_cli.main(["--quick", "--data", str(data), "--commands", "fit json", "--out", str(tmp_path / "cli.md")])
