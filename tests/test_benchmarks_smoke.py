@@ -133,7 +133,7 @@ def test_bench_cli_quick_counts_compilations(tmp_path, monkeypatch):
     # Whole `oscar fit` processes on a small shipped file, cold and warm cache (nothing timed here).
     # One command keeps the subprocesses to four; test_cli_compilations counts both formats.
     from benchmarks import bench_cli
-    from test_cli_compilations import FAST_COMPILE
+    from helpers import FAST_COMPILE
 
     monkeypatch.setenv("XLA_FLAGS", (os.environ.get("XLA_FLAGS", "") + " " + FAST_COMPILE).strip())  # the subprocesses'
 

@@ -26,6 +26,8 @@ from pathlib import Path
 
 import pytest
 
+from helpers import FAST_COMPILE
+
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data" / "eco_arena.csv"
 PROBE = ROOT / "benchmarks" / "cli_probe.py"
@@ -35,8 +37,6 @@ PROBE = ROOT / "benchmarks" / "cli_probe.py"
 # batched fit and one held-out loss per model. On this small file `fit` also fits the
 # smaller model for its small-data advice (oscar_jax.advice), so each of its six programs
 # is compiled once per model: 2 × 6.
-# A third less CPU per cold process than the default level; the counts are the same.
-FAST_COMPILE = "--xla_backend_optimization_level=0"
 
 BOUNDS = {
     "fit json": (["fit", str(DATA), "--format", "json"], 12),
