@@ -135,28 +135,13 @@ TWO_DEVICE_SCRIPT = textwrap.dedent("""
 """)
 
 
-def _run(devices: int, *scripts: str) -> list[dict]:
-    """Run ``scripts`` one after another in one fresh process with ``devices`` CPU devices (each in
-    its own namespace); the RESULT line each prints, in order."""
-    env = dict(os.environ, XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}", JAX_PLATFORMS="cpu")
-    driver = "import sys\nfor src in sys.argv[1:]:\n    exec(compile(src, '<script>', 'exec'), {'__name__': '__main__'})"
-    proc = subprocess.run([sys.executable, "-c", driver, *scripts], env=env, cwd=ROOT, capture_output=True,
-                          text=True, timeout=900)
+def test_two_devices_match_unsharded():
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=2", JAX_PLATFORMS="cpu")
+    proc = subprocess.run([sys.executable, "-c", TWO_DEVICE_SCRIPT], env=env, cwd=ROOT, capture_output=True,
+                          text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-4000:]
-    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
-    assert len(lines) == len(scripts), proc.stdout[-4000:]
-    return [json.loads(ln[len("RESULT "):]) for ln in lines]
-
-
-@pytest.fixture(scope="module")
-def two_device_results():
-    # One two-device process for both two-device tests: each process start imports JAX and
-    # oscar_jax (~10 s of CPU on a loaded 2-core machine) before it compiles anything.
-    return _run(2, TWO_DEVICE_SCRIPT, PUBLIC_SCRIPT)
-
-
-def test_two_devices_match_unsharded(two_device_results):
-    res = two_device_results[0]
+    line = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")][-1]
+    res = json.loads(line[len("RESULT "):])
     assert res["devices"] == 2
     assert res["sweep_devices"] == 2
     assert all(res["bootstrap_converged"]) and all(res["sweep_converged"])
@@ -181,6 +166,15 @@ PUBLIC_SCRIPT = textwrap.dedent("""
 """)
 
 
+def _run_public(devices: int) -> dict:
+    env = dict(os.environ, XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}", JAX_PLATFORMS="cpu")
+    proc = subprocess.run([sys.executable, "-c", PUBLIC_SCRIPT], env=env, cwd=ROOT, capture_output=True,
+                          text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    line = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")][-1]
+    return json.loads(line[len("RESULT "):])
+
+
 # Through the public API each device runs the chunk's program on half the rows; XLA may
 # vectorize the smaller batch differently, so the last bits of a Newton step can differ
 # and a replicate may stop one (converged) step earlier or later. Agreement is then at
@@ -189,9 +183,9 @@ PUBLIC_SCRIPT = textwrap.dedent("""
 PUBLIC_ATOL = 1e-8
 
 
-def test_public_batches_shard_without_changing_estimates(two_device_results):
+def test_public_batches_shard_without_changing_estimates():
     # fit_batch (bootstrap) and sweep (simulation) pick up every device automatically.
-    (one,), two = _run(1, PUBLIC_SCRIPT), two_device_results[1]
+    one, two = _run_public(1), _run_public(2)
     assert (one["devices"], two["devices"]) == (1, 2)
     np.testing.assert_allclose(two["theta"], one["theta"], atol=PUBLIC_ATOL, rtol=0)
     assert two["valid"] == one["valid"]
