@@ -56,8 +56,10 @@ def test_sample_many_is_sample_posterior_per_dataset(sim_design):
 def test_poor_diagnostics_warn(sim_design):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        # the program of test_same_seed_same_draws_other_seed_other_draws: compiled once per module
-        post = fit_bayes(sim_design, "j+p", chains=2, warmup=20, draws=10, seed=7, prompt_effect=False)
+        # the program of test_same_seed_same_draws_other_seed_other_draws, traced once per module:
+        # show_progress=False, as sample_posterior_jit's default (progress is a static setting)
+        post = fit_bayes(sim_design, "j+p", chains=2, warmup=20, draws=10, seed=7, prompt_effect=False,
+                         show_progress=False)
     messages = [str(w.message) for w in caught if issubclass(w.category, BayesWarning)]
     assert not post.diagnostics["ok"] and messages == [f"J+P posterior: {m}" for m in post.diagnostics["messages"]]
     assert any("effective sample size" in m for m in messages)
@@ -132,8 +134,9 @@ def test_one_chain_reports_rhat_as_not_available(sim_design, tmp_path, capsys):
     # Issue 13: R-hat is undefined with one chain; np.nanargmax on an all-NaN array crashed.
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", BayesWarning)
-        # the one-chain program of test_sample_many_is_sample_posterior_per_dataset: compiled once
-        post = fit_bayes(sim_design, "j+p", chains=1, warmup=20, draws=10, seed=3, prompt_effect=False)
+        # the one-chain program of test_sample_many_is_sample_posterior_per_dataset: traced once
+        post = fit_bayes(sim_design, "j+p", chains=1, warmup=20, draws=10, seed=3, prompt_effect=False,
+                         show_progress=False)
     assert post.diagnostics["max_rhat"] is None and post.diagnostics["min_ess"] is not None
     from oscar_jax.text_reports import fmt_or as _fmt_or
 
