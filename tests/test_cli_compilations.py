@@ -37,7 +37,6 @@ PROBE = ROOT / "benchmarks" / "cli_probe.py"
 # batched fit and one held-out loss per model. On this small file `fit` also fits the
 # smaller model for its small-data advice (oscar_jax.advice), so each of its six programs
 # is compiled once per model: 2 × 6.
-
 BOUNDS = {
     "fit json": (["fit", str(DATA), "--format", "json"], 12),
     "fit table": (["fit", str(DATA), "--format", "table"], 12),
