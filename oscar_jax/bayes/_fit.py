@@ -11,10 +11,10 @@ import numpy as np
 from .. import _x64  # noqa: F401
 from ..selection import column_mask
 from ..design import Design
+from ..intervals import CI_KINDS
 from ..problem import prepare
 from ..sandwich import INDEPENDENCE_NOTE
 from ..spec import ModelSpec
-from ..intervals import CI_KINDS
 from ..validate import OscarInputError, check_choice, check_ci_prob
 from ._datatree import to_datatree
 from ._diagnostics import compute_diagnostics

@@ -9,8 +9,8 @@ import numpy as np
 import xarray as xr
 
 from ..figures import new_figure, save_png
-from ..palette import COLOURS, GREY
 from ..intervals import CI_KIND_NAMES
+from ..palette import COLOURS, GREY
 from ..render import shorten_names, write_tables
 
 __all__ = ["save_idata", "load_idata", "save_result", "plot_forest", "plot_judges", "OKABE_ITO"]

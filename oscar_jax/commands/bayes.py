@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..intervals import CI_KINDS
 from ..scales import on_scale, put_on_scale
 from ..text_reports import bayes_report
 from ._common import MODELS_HELP, add_data_arguments, design_from_args, emit, emit_json
@@ -15,7 +16,8 @@ DESCRIPTION = (
     "records share their prompt the model includes a prompt × candidate random effect (a prompt may favour some "
     "candidates), which accounts for within-prompt dependence as the cluster sandwich does; "
     "--no-prompt-effect drops it (faster, but the intervals then assume independent records and are "
-    "too narrow under prompt dependence). Prints posterior means with highest-density intervals, "
+    "too narrow under prompt dependence). Prints posterior means with equal-tailed intervals (highest-density "
+    "with --ci-kind hdi), "
     "P(best), the judge table and R-hat / ESS / divergence diagnostics (with a warning when poor)."
 )
 
@@ -39,7 +41,7 @@ def add_arguments(parser):
                         help="λ of the default Normal(0, 1/λ) priors (default 0.05, the point fit's ridge)")
     parser.add_argument("--target-accept", type=float, default=0.9, help="NUTS target acceptance (default 0.9)")
     parser.add_argument("--ci-prob", type=float, default=0.95, help="interval level (default 0.95)")
-    parser.add_argument("--ci-kind", choices=["eti", "hdi"], default="eti",
+    parser.add_argument("--ci-kind", choices=CI_KINDS, default=CI_KINDS[0],
                         help="posterior intervals: eti (equal-tailed, default; as --ci bayes of oscar fit and the "
                              "bootstrap's percentiles) or hdi (highest density)")
     parser.add_argument("--format", choices=["table", "json"], default="table", help="output format")
