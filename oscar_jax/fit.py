@@ -16,11 +16,11 @@ import jax
 import numpy as np
 
 from . import _x64  # noqa: F401
-from .fit_core import fit_core_jit
+from .fit_core import fit_core_seeded_jit
 from .problem import Problem, as_design, prepare
 from .results import FitResult
 from .spec import ModelSpec
-from .starts import seeded_starts, start_points
+from .starts import start_points
 from .validate import check_ci_prob, check_positive_int
 
 __all__ = ["OscarFitWarning", "OscarNoteWarning", "as_design", "fit", "fit_problem",
@@ -143,10 +143,10 @@ def fit_problem(problem: Problem, *, starts: int = 2, seed: int = 0, ci_prob: fl
     starts = check_positive_int("starts", starts)
     max_iter = check_positive_int("max_iter", max_iter)
     design, eff, layout = problem.design, problem.effective_spec, problem.layout
-    theta0 = seeded_starts(layout, starts, int(seed))
     omega = _unit_weights(design.n_clusters)
-    core = fit_core_jit(design.arrays, omega, theta0, layout=layout, n_clusters=design.n_clusters,
-                        ridge=eff.ridge, v_bound=eff.v_bound, max_iter=max_iter, stats=design.arrays.stats)
+    core = fit_core_seeded_jit(design.arrays, omega, np.int64(seed), n_starts=starts, layout=layout,
+                               n_clusters=design.n_clusters, ridge=eff.ridge, v_bound=eff.v_bound,
+                               max_iter=max_iter, stats=design.arrays.stats)
     core = type(core)(*jax.device_get(tuple(core)))
     notes = problem.notes
     if not bool(core.curvature_ok):

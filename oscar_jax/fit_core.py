@@ -20,8 +20,9 @@ from .params import Layout
 from .program_cache import persistent_jit, register_pytree_names
 from .selection import column_mask, components_connected
 from .solver import at_active_bound, lm_minimize
+from .starts import draw_seeded_starts
 
-__all__ = ["FitCore", "fit_core", "penalized_vgh", "STATIONARITY_TOL"]
+__all__ = ["FitCore", "fit_core", "fit_core_seeded", "penalized_vgh", "STATIONARITY_TOL"]
 
 STATIONARITY_TOL = 1e-7  # B.3(1): ‖∇L‖∞ / N
 
@@ -187,5 +188,16 @@ def fit_core(arrays: DesignArrays, omega, theta_starts, *, layout: Layout, n_clu
     )
 
 
+def fit_core_seeded(arrays: DesignArrays, omega, seed, *, n_starts: int, layout: Layout, n_clusters: int,
+                    ridge=0.05, v_bound=15.0, max_iter: int = 100, stats=None) -> FitCore:
+    """:func:`fit_core` from ``seeded_starts(layout, n_starts, seed)``, drawn inside the same
+    program: a single fit is one compiled program, not two (each costs a warm process
+    ~0.05–0.1 s to load). The draws are bit-identical to :func:`~oscar_jax.starts.seeded_starts`.
+    (Explicit keywords: :func:`~oscar_jax.program_cache.persistent_jit` keys on them.)"""
+    return fit_core(arrays, omega, draw_seeded_starts(seed, n_starts, layout.n_theta), layout=layout,
+                    n_clusters=n_clusters, ridge=ridge, v_bound=v_bound, max_iter=max_iter, stats=stats)
+
+
 register_pytree_names(FitCore, DesignArrays)
 fit_core_jit = persistent_jit(fit_core, static_argnames=("layout", "n_clusters", "max_iter"))
+fit_core_seeded_jit = persistent_jit(fit_core_seeded, static_argnames=("n_starts", "layout", "n_clusters", "max_iter"))

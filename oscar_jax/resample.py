@@ -3,7 +3,7 @@
 Every resampling scheme in the package is a (B, G) matrix of prompt-cluster weights ω on
 one fixed :class:`~oscar_jax.design.Design` (:mod:`oscar_jax.weights`), and all its
 refits are one compiled batch (:mod:`oscar_jax.batch_fit`). :func:`bootstrap` draws
-multinomial prompt counts, refits every replicate warm-started at the full-data θ̂ and
+multinomial prompt counts, refits every replicate warm-started one Newton step from the full-data θ̂ and
 returns :class:`BootstrapResult`: percentile intervals and rank distributions around
 the full-data fit.
 
@@ -20,6 +20,7 @@ from .batch_fit import (REPLICATE_CHECKS, BatchFit, auto_chunk_size, batched_fit
                         fit_batch, fit_problem_batch)
 from .bootstrap_result import BootstrapResult
 from .fit import fit_problem
+from .one_step import one_step_starts
 from .problem import prepare
 from .results import FitResult
 from .spec import ModelSpec
@@ -74,9 +75,11 @@ def bootstrap(data, model: str | ModelSpec = "oscar", replicates: int = 500, see
 
     Notes
     -----
-    Every replicate is warm-started at the full-data θ̂: the solver is a damped Newton
-    with the exact Hessian, so from θ̂ it converges in a few iterations to the replicate's
-    own minimum (the starting point changes the cost, not the estimate). Column selection
+    Every replicate is warm-started one Newton step from the full-data θ̂ (the linearised
+    bootstrap estimate, :mod:`oscar_jax.one_step`; at θ̂ itself when that step is not
+    available): the solver is a damped Newton with the exact Hessian, so from there it
+    converges in a few iterations to the replicate's own minimum (the starting point
+    changes the cost, not the estimate). Column selection
     (B.2) and every B.3 check are redone per replicate.
 
     Returns
@@ -104,8 +107,10 @@ def bootstrap(data, model: str | ModelSpec = "oscar", replicates: int = 500, see
     elif full.design is not design or full.effective_spec.structure() != eff.structure():
         raise OscarInputError("full= must be a fit of the same Design object and model as the bootstrap")
     omega = np.asarray(bootstrap_weights(replicate_key(seed, 1), design.n_clusters, replicates))
+    starts = one_step_starts(full, omega)
     # The batch carries the full fit's notes: they describe the data and model every replicate shares.
-    batch = fit_problem_batch(problem, omega, starts=full.theta, chunk_size=chunk, max_iter=max_iter,
+    batch = fit_problem_batch(problem, omega, starts=full.theta if starts is None else starts[:, None, :],
+                              chunk_size=chunk, max_iter=max_iter,
                               show_progress=show_progress, desc=f"{eff.name} bootstrap", vmap_width=vmap_width,
                               notes=full.notes)
     return BootstrapResult(full=full, batch=batch, seed=int(seed), ci_prob=ci_prob)

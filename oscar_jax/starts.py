@@ -16,7 +16,7 @@ from . import _x64  # noqa: F401
 from .params import Layout
 from .program_cache import persistent_jit
 
-__all__ = ["START_SD", "seeded_starts", "start_points"]
+__all__ = ["START_SD", "draw_seeded_starts", "seeded_starts", "start_points"]
 
 START_SD = 0.08  # B.3: second start drawn from N(0, 0.08² I)
 
@@ -34,11 +34,12 @@ def _draw_starts(key, n_starts: int, n_theta: int):
 _draw_starts_jit = jax.jit(_draw_starts, static_argnums=(1, 2))
 
 
-def _seeded_starts(seed, n_starts: int, n_theta: int):
+def draw_seeded_starts(seed, n_starts: int, n_theta: int):
+    """(n_starts, P) starts from an int seed, traceable (the fit draws them inside its program)."""
     return _draw_starts(jax.random.PRNGKey(seed), n_starts, n_theta)
 
 
-_seeded_starts_jit = persistent_jit(_seeded_starts, static_argnames=("n_starts", "n_theta"))
+_seeded_starts_jit = persistent_jit(draw_seeded_starts, static_argnames=("n_starts", "n_theta"))
 
 
 def start_points(layout: Layout, n_starts: int, key) -> jnp.ndarray:

@@ -119,7 +119,7 @@ LAYERS = {
     "model": "spec params model prompt_average",
     "input": "readers columns data schemas responses families filters canonical design",
     "inference": "derivatives selection solver starts fit_core sandwich problem identification sharding multiprocess",
-    "estimators": "fit results weights batch_fit resample bootstrap_result heldout attenuation gamma_refit swaps "
+    "estimators": "fit results weights batch_fit one_step resample bootstrap_result heldout attenuation gamma_refit swaps "
                   "swap_core human simulate sweep bayes",
     "report": "render text_reports fit_json leaderboard scales draw_sources advice result_display plots "
               "attenuation_plot plot_layout report_html bayes._io",

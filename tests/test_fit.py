@@ -5,7 +5,8 @@ import pandas as pd
 import pytest
 
 import oscar_jax as oj
-from oscar_jax.fit_core import fit_core_jit
+from oscar_jax.fit_core import fit_core_jit, fit_core_seeded_jit
+from oscar_jax.starts import seeded_starts
 from oscar_jax.params import helmert
 from oscar_jax.simulate import SimParams, TABLE_G1, family_map_of, simulate_frame, truth_of
 
@@ -113,11 +114,16 @@ def test_fit_core_traces_once():
     # blackjax-style compilation test: the same shapes and structure reuse one trace.
     d1 = oj.simulate_design(seed=11, n_prompts=150)
     d2 = oj.simulate_design(seed=12, n_prompts=150)
-    oj.fit(d1, "j+p")
-    before = fit_core_jit._cache_size()
+    res = oj.fit(d1, "j+p")
+    before = fit_core_seeded_jit._cache_size()
     oj.fit(d1, "j+p")
     oj.fit(d2, "j+p") if d2.n_cells == d1.n_cells and d2.arrays.pair_g.shape == d1.arrays.pair_g.shape else None
-    assert fit_core_jit._cache_size() == before
+    assert fit_core_seeded_jit._cache_size() == before
+    # The fit draws its starts inside its program: the same bits as the standalone draw.
+    core = fit_core_jit(d1.arrays, np.ones(d1.n_clusters), seeded_starts(res.layout, 2, 0), layout=res.layout,
+                        n_clusters=d1.n_clusters, stats=d1.arrays.stats)
+    np.testing.assert_array_equal(np.asarray(core.theta), res.theta)
+    np.testing.assert_array_equal(np.asarray(core.start_objectives), np.asarray(res.core.start_objectives))
 
 
 def test_failed_checks_warn_and_are_recorded():
