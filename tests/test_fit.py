@@ -1,5 +1,6 @@
 """The penalized fit: published rankings, agreement with statsmodels, recovery, tracing."""
 
+import jax
 import numpy as np
 import pandas as pd
 import pytest
@@ -180,3 +181,29 @@ def test_prepare_resolves_the_problem_once_and_fit_problem_equals_fit():
     prepared = fit_problem(problem, warn=False)
     np.testing.assert_array_equal(prepared.theta, direct.theta)
     assert prepared.notes == direct.notes and prepared.spec == direct.spec
+
+
+def test_identification_count_is_the_spectrum_count_with_or_without_the_certificate():
+    # B.3(2) counts eigenvalues of R̂ᵀŴR̂ above max(1e-12, 1e-10·largest); the Cholesky
+    # certificate must give exactly the SVD's count: full rank, rank-deficient, fixed
+    # coordinates, and spectra straddling the threshold (where the SVD decides).
+    import jax.numpy as jnp
+
+    from oscar_jax.fit_core import _n_identified
+
+    rng = np.random.default_rng(0)
+    n_id = jax.jit(_n_identified)
+    for trial in range(120):
+        p = int(rng.integers(3, 12))
+        q, _ = np.linalg.qr(rng.normal(size=(p, p)))
+        eigs = np.exp(rng.uniform(-30.0, 3.0, size=p)) * (rng.random(p) > 0.15)
+        eigs[0] = np.exp(rng.uniform(0.0, 3.0))
+        if trial % 3 == 0:  # one eigenvalue a factor 1–3 either side of the ratio threshold
+            eigs[1] = eigs[0] * 1e-10 * np.exp(rng.uniform(-1.0, 1.0))
+        elif trial % 3 == 1:  # well conditioned: the certificate decides
+            eigs = np.exp(rng.uniform(-5.0, 3.0, size=p))
+        mask = (rng.random(p) > 0.2).astype(float)
+        mask[0] = 1.0
+        a = (q * eigs) @ q.T * np.outer(mask, mask)
+        s = np.linalg.svd(a, compute_uv=False)
+        assert int(n_id(jnp.asarray(a), jnp.asarray(mask))) == int(np.sum(s > max(1e-12, 1e-10 * s.max()))), trial
