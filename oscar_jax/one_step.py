@@ -7,7 +7,7 @@ much closer to the replicate's own minimum than θ̂ does. Started at θ̂, the 
 observed Hessian is often indefinite there (the bilinear γ·s terms meet non-zero
 residuals), and the damped Newton solver spends evaluations growing and shrinking its
 damping; started one step on, it mostly takes undamped Newton steps (UltraFeedback: 11.3
-→ 6.6 evaluations per replicate, MT-Bench 8.7 → 5.9). The start changes the cost, not
+→ 6.5 evaluations per replicate, MT-Bench 8.7 → 5.9). The start changes the cost, not
 the estimate: every replicate is still solved to the solver's tolerance on its own data.
 """
 
@@ -23,8 +23,8 @@ from .solver import MAX_LOG_GAMMA_STEP
 
 __all__ = ["MAX_SCORE_ENTRIES", "one_step_starts"]
 
-# Ψ is a dense (G × dim θ) matrix; above this many entries (≈ 400 MB, e.g. 10⁶ singleton
-# prompts) the replicates start at θ̂ instead.
+# Ψ is built as a dense (G × dim φ) matrix; above this many entries (≈ 400 MB, e.g. 10⁶
+# singleton prompts) the replicates start at θ̂ instead.
 MAX_SCORE_ENTRIES = 50_000_000
 
 _cluster_scores_jit = persistent_jit(cluster_scores, static_argnames=("layout", "n_clusters"))
@@ -39,7 +39,7 @@ def one_step_starts(full: FitResult, omega: np.ndarray) -> np.ndarray | None:
     ``MAX_LOG_GAMMA_STEP`` from θ̂ (the whole step is scaled), and none leaves the bounds.
     """
     core, layout, design = full.core, full.layout, full.design
-    if not bool(core.curvature_ok) or design.n_clusters * layout.n_theta > MAX_SCORE_ENTRIES:
+    if not bool(core.curvature_ok) or design.n_clusters * layout.n_phi > MAX_SCORE_ENTRIES:
         return None
     theta = np.asarray(core.theta)
     mask = np.asarray(core.mask)

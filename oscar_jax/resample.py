@@ -3,9 +3,9 @@
 Every resampling scheme in the package is a (B, G) matrix of prompt-cluster weights ω on
 one fixed :class:`~oscar_jax.design.Design` (:mod:`oscar_jax.weights`), and all its
 refits are one compiled batch (:mod:`oscar_jax.batch_fit`). :func:`bootstrap` draws
-multinomial prompt counts, refits every replicate warm-started one Newton step from the full-data θ̂ and
-returns :class:`BootstrapResult`: percentile intervals and rank distributions around
-the full-data fit.
+multinomial prompt counts, refits every replicate started one Newton step from the
+full-data θ̂ and returns :class:`BootstrapResult`: percentile intervals and rank
+distributions around the full-data fit.
 
 The weight generators and the batched fit are re-exported here under their documented
 ``oscar_jax.resample`` names.
@@ -79,8 +79,8 @@ def bootstrap(data, model: str | ModelSpec = "oscar", replicates: int = 500, see
     bootstrap estimate, :mod:`oscar_jax.one_step`; at θ̂ itself when that step is not
     available): the solver is a damped Newton with the exact Hessian, so from there it
     converges in a few iterations to the replicate's own minimum (the starting point
-    changes the cost, not the estimate). Column selection
-    (B.2) and every B.3 check are redone per replicate.
+    changes the cost, not the estimate). Column selection (B.2) and every B.3 check are
+    redone per replicate.
 
     Returns
     -------
@@ -110,7 +110,6 @@ def bootstrap(data, model: str | ModelSpec = "oscar", replicates: int = 500, see
     starts = one_step_starts(full, omega)
     # The batch carries the full fit's notes: they describe the data and model every replicate shares.
     batch = fit_problem_batch(problem, omega, starts=full.theta if starts is None else starts[:, None, :],
-                              chunk_size=chunk, max_iter=max_iter,
-                              show_progress=show_progress, desc=f"{eff.name} bootstrap", vmap_width=vmap_width,
-                              notes=full.notes)
+                              chunk_size=chunk, max_iter=max_iter, show_progress=show_progress,
+                              desc=f"{eff.name} bootstrap", vmap_width=vmap_width, notes=full.notes)
     return BootstrapResult(full=full, batch=batch, seed=int(seed), ci_prob=ci_prob)

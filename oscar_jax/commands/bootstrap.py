@@ -15,8 +15,8 @@ NAME = "bootstrap"
 HELP = "prompt bootstrap: percentile CIs for scores, γ, κ, β, D, q_ij and rank distributions"
 DESCRIPTION = (
     "Refits the model on prompt-bootstrap replicates (prompts resampled with replacement, as multinomial "
-    "prompt weights, all replicates in one compiled batch, each started one Newton step from the full-data fit) and reports "
-    "percentile intervals around the full-data estimates, P(best) and the rank distribution of every "
+    "prompt weights, all replicates in one compiled batch, each started one Newton step from the full-data "
+    "fit) and reports percentile intervals around the full-data estimates, P(best) and the rank distribution of every "
     "candidate. Replicates that fail a B.3 check are counted and excluded."
 )
 
