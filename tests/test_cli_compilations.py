@@ -33,9 +33,9 @@ DATA = ROOT / "tests" / "data" / "eco_arena.csv"
 PROBE = ROOT / "benchmarks" / "cli_probe.py"
 
 # One program per result: the fit core (its starts drawn inside it), covariances, board
-# scores + SEs, target SEs, targets. The bootstrap adds its weights, key, batched fit, draw targets and the cluster
-# scores at θ̂ that give every replicate its one-step start (oscar_jax.one_step); compare one
-# batched fit and one held-out loss per model. On this small file `fit` also fits the
+# scores + SEs, target SEs, targets. The bootstrap adds its weights, key, batched fit, draw
+# targets and the cluster scores at θ̂ that give every replicate its one-step start
+# (oscar_jax.one_step); compare one batched fit and one held-out loss per model. On this small file `fit` also fits the
 # smaller model for its small-data advice (oscar_jax.advice), so each of its five programs
 # is compiled once per model: 2 × 5.
 BOUNDS = {
