@@ -14,6 +14,7 @@ the estimate: every replicate is still solved to the solver's tolerance on its o
 from __future__ import annotations
 
 import numpy as np
+from scipy.linalg import cho_factor, cho_solve
 
 from . import _x64  # noqa: F401
 from .derivatives import cluster_scores
@@ -43,14 +44,13 @@ def one_step_starts(full: FitResult, omega: np.ndarray) -> np.ndarray | None:
         return None
     theta = np.asarray(core.theta)
     mask = np.asarray(core.mask)
-    hess = np.asarray(core.hess)
     try:
-        np.linalg.cholesky(hess)
+        factor = cho_factor(np.asarray(core.hess), lower=True)
     except np.linalg.LinAlgError:
         return None
     psi = np.asarray(_cluster_scores_jit(core.theta, design.arrays, layout=layout, n_clusters=design.n_clusters))
     grad = (np.asarray(omega, np.float64) @ psi + full.effective_spec.ridge * theta) * mask
-    step = np.linalg.solve(hess, grad.T).T
+    step = cho_solve(factor, grad.T).T
     is_v = np.asarray(layout.v_mask, bool)
     big = np.max(np.abs(step[:, is_v]), axis=1, initial=0.0)
     step *= np.minimum(1.0, MAX_LOG_GAMMA_STEP / np.maximum(big, 1e-300))[:, None]
