@@ -96,6 +96,12 @@ class _PersistentJit:
         self._static = tuple(static_argnames)
         self._jit = jax.jit(fun, static_argnames=self._static)
         params = inspect.signature(fun).parameters.values()
+        # Calls are keyed by parameter name; a keyword absorbed by **kw (or an argument by
+        # *args) would send every call to the plain jit, silently, in every process.
+        variadic = [("*" if p.kind == p.VAR_POSITIONAL else "**") + p.name
+                    for p in params if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+        if variadic:
+            raise TypeError(f"persistent_jit needs named parameters; {fun.__qualname__} takes {variadic[0]}")
         self._positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
         self._names = {p.name for p in params}
         self._programs: dict = {}

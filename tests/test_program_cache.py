@@ -106,3 +106,11 @@ def test_python_api_uses_the_cli_cache_and_respects_off_and_user_settings(tmp_pa
     theirs = tmp_path / "theirs"
     # A cache the user configured for JAX stays theirs, with JAX's own thresholds.
     assert _cache_config({"JAX_COMPILATION_CACHE_DIR": str(theirs)}) == [str(theirs), "1.0", "None"]
+
+
+def test_variadic_functions_are_refused():
+    # Their calls could not be keyed by parameter name and would never persist.
+    with pytest.raises(TypeError, match=r"\*kw"):
+        program_cache.persistent_jit(lambda x, **kw: x)
+    with pytest.raises(TypeError, match=r"\*args"):
+        program_cache.persistent_jit(lambda *args: args[0])
