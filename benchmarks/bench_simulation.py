@@ -134,7 +134,8 @@ def profile(out: Path, n: int = 10000, batch: int = 10) -> str:
         return out_
 
     data = stage("–", "simulate (vmapped generator)",
-                 partial(sw.simulate_batch, n_prompts=g, n_prompts_pad=g, params=TABLE_G1), keys)
+                 partial(sw.simulate_batch, controls=(TABLE_G1.c, TABLE_G1.rho), n_prompts=g, n_prompts_pad=g,
+                         params=TABLE_G1), keys)
     for method in ("j", "oscar"):
         spec = parse_model(method)
         lay = TABLE_G1.layout(spec)

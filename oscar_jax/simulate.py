@@ -166,15 +166,19 @@ def truth_of(params: SimParams) -> SimTruth:
                     beta_pos=p["beta_pos"], beta_len=p["beta_len"], beta_fam=p["beta_fam"])
 
 
-def simulate(key, n_prompts: int, params: SimParams = TABLE_G1) -> SimData:
+def simulate(key, n_prompts: int, params: SimParams = TABLE_G1, controls=None) -> SimData:
     """One simulated dataset of ``n_prompts`` prompts (N = K · n_prompts records).
 
     Pure and jit-able with ``n_prompts`` and ``params`` static; vmap over ``key`` for
     replicates. Records are ordered prompt-major (record t = g·K + k; with m > 2
     candidates per prompt, t = (g·P + pair)·K + k, P = m(m−1)/2).
+
+    ``controls``: (c, ρ), possibly traced, in place of ``params.c`` and ``params.rho``,
+    so that one compiled generator serves every (c, ρ) of a sweep (the same draws).
     """
+    controls = (params.c, params.rho) if controls is None else controls
     if params.candidates_per_prompt != 2 or params.prompt_candidate_sd > 0:
-        return _simulate_prompt_candidate(key, n_prompts, params)
+        return _simulate_prompt_candidate(key, n_prompts, params, controls)
     p = params.arrays()
     m, n_j = params.n_cand, params.n_judge
     g = n_prompts
@@ -191,7 +195,7 @@ def simulate(key, n_prompts: int, params: SimParams = TABLE_G1) -> SimData:
     judge = jnp.tile(jnp.arange(n_j, dtype=jnp.int32), g)
     prompt = jnp.repeat(jnp.arange(g, dtype=jnp.int32), n_j)
     ra, rb, rl = a[prompt], b[prompt], length[prompt]
-    arrays, y = _records(p, params, judge, prompt, ra, rb, p["s"][ra], p["s"][rb], rl, k_cl, k_ind, g)
+    arrays, y = _records(p, params, controls, judge, prompt, ra, rb, p["s"][ra], p["s"][rb], rl, k_cl, k_ind, g)
     return SimData(arrays=arrays, y=y, prompt=prompt, more_verbose_first=nu[a] > nu[b], truth=truth_of(params))
 
 
@@ -203,22 +207,23 @@ def record_arrays(a, b, k, z, stats, prompt) -> DesignArrays:
                         pair_stats=stats)
 
 
-def _records(p, params: SimParams, judge, prompt, ra, rb, sa, sb, rl, k_cl, k_ind, n_prompts: int):
+def _records(p, params: SimParams, controls, judge, prompt, ra, rb, sa, sb, rl, k_cl, k_ind, n_prompts: int):
     """Verdicts of every record (η* of scores ``sa``, ``sb``, Gaussian copula per prompt) as DesignArrays.
 
     η* and σ(η*) come from the package's one predictor (:func:`oscar_jax.model.local_prob`)
     with the generating coefficients (γ*, c β*) of each record's judge.
     """
+    c, rho = controls
     jf, cf = p["judge_family"][judge], p["candidate_family"]
     fam = (cf[ra] == jf).astype(jnp.float64) - (cf[rb] == jf).astype(jnp.float64)
-    phi = jnp.stack([sa, sb, jnp.asarray(params.log_gamma, jnp.float64)[judge], params.c * p["beta_pos"][judge],
-                     params.c * p["beta_len"][judge], params.c * p["beta_fam"][judge]])
+    phi = jnp.stack([sa, sb, jnp.asarray(params.log_gamma, jnp.float64)[judge], c * p["beta_pos"][judge],
+                     c * p["beta_len"][judge], c * p["beta_fam"][judge]])
     z = jnp.stack([rl, fam])
     prob = local_prob(phi, z, params.layout(GENERATOR))
     n = judge.shape[0]
     eps_cl = jax.random.normal(k_cl, (n_prompts,))
     eps_ind = jax.random.normal(k_ind, (n,))
-    u = jax.scipy.stats.norm.cdf(jnp.sqrt(params.rho) * eps_cl[prompt] + jnp.sqrt(1.0 - params.rho) * eps_ind)
+    u = jax.scipy.stats.norm.cdf(jnp.sqrt(rho) * eps_cl[prompt] + jnp.sqrt(1.0 - rho) * eps_ind)
     y = (u < prob).astype(jnp.float64)
     stats = jnp.stack([jnp.ones(n), y, jnp.zeros(n)], axis=1)
     arrays = record_arrays(ra.astype(jnp.int32), rb.astype(jnp.int32), judge, jnp.stack([rl, fam], axis=1), stats,
@@ -226,7 +231,7 @@ def _records(p, params: SimParams, judge, prompt, ra, rb, sa, sb, rl, k_cl, k_in
     return arrays, y
 
 
-def _simulate_prompt_candidate(key, n_prompts: int, params: SimParams) -> SimData:
+def _simulate_prompt_candidate(key, n_prompts: int, params: SimParams, controls) -> SimData:
     """:func:`simulate` with m candidates per prompt and prompt × candidate effects."""
     p = params.arrays()
     m, n_j, mp = params.n_cand, params.n_judge, int(params.candidates_per_prompt)
@@ -248,7 +253,7 @@ def _simulate_prompt_candidate(key, n_prompts: int, params: SimParams) -> SimDat
     prompt = (row // n_pair).astype(jnp.int32)
     ra, rb, rl = a[row], b[row], length[row]
     # s*_{i,g} = s*_i + w_{g,i}: the prompt's own scores
-    arrays, y = _records(p, params, judge, prompt, ra, rb, p["s"][ra] + w[prompt, ra], p["s"][rb] + w[prompt, rb], rl,
+    arrays, y = _records(p, params, controls, judge, prompt, ra, rb, p["s"][ra] + w[prompt, ra], p["s"][rb] + w[prompt, rb], rl,
                          k_cl, k_ind, g)
     first = jnp.arange(g) * n_pair
     return SimData(arrays=arrays, y=y, prompt=prompt, more_verbose_first=nu[a[first]] > nu[b[first]],

@@ -17,7 +17,7 @@ from scipy.stats import kendalltau, t
 
 import oscar_jax as oj
 from oscar_jax.cli import main
-from oscar_jax.simulate import TABLE_G1
+from oscar_jax.simulate import TABLE_G1, simulate
 from oscar_jax.sweep import (
     METRICS,
     Setting,
@@ -28,7 +28,8 @@ from oscar_jax.sweep import (
     sweep,
 )
 from oscar_jax.sweep.metrics import CHECKS
-from oscar_jax.sweep.programs import padded_prompts
+from oscar_jax.sweep import programs
+from oscar_jax.sweep.programs import padded_prompts, simulate_batch
 from oscar_jax.validate import OscarInputError
 
 from helpers import n_memory_mappings
@@ -244,13 +245,30 @@ def test_cli_json_rows_and_outputs(small, tmp_path, capsys):
     assert (tmp_path / "simulation_fig3_c1_rho0.6.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_traced_controls_reproduce_the_constant_generator_bit_for_bit():
+    """The sweep's generator takes (c, ρ) as arguments (one program for every setting); its
+    data equal, bit for bit, those of the generator with c, ρ compiled in as constants."""
+    keys = replicate_keys(0, 50, 0, 3)
+    traced = jax.jit(simulate_batch, static_argnames=("n_prompts", "n_prompts_pad", "params"))
+    for c, rho in ((0.5, 1.0), (2.0, 0.3)):  # ρ = 1: no record-level noise
+        got = traced(keys, (jnp.float64(c), jnp.float64(rho)), n_prompts=10, n_prompts_pad=10, params=TABLE_G1)
+        params = TABLE_G1.with_controls(c, rho)
+        want = jax.jit(jax.vmap(lambda k, params=params: simulate(k, 10, params).arrays))(keys)
+        for g, w in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want)):
+            np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+    assert traced._cache_size() == 1
+
+
 def test_cli_controls_table(capsys):
+    sims_before = {p for p in programs._COMPILED if p.kind == "sim"}
     rc = main(["simulate", "--n", "500", "--reps", "3", "--methods", "j,oscar", "--controls",
                "--control-n", "500", "--pad-ratio", "2", "--format", "table"])
     assert rc == 0
     out = capsys.readouterr().out
     assert "OSCAR" in out and "paired differences OSCAR − J" in out
     assert out.count("\n500  ") >= 8  # 4 settings × 2 methods
+    # The main setting and the three controls share one compiled generator.
+    assert len({p for p in programs._COMPILED if p.kind == "sim"} - sims_before) <= 1
 
 
 def test_cli_bad_input_exits_2(capsys):

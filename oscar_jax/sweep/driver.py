@@ -120,7 +120,8 @@ def sweep(ns: Sequence[int] = DEFAULT_NS, reps: int = 100, methods: Sequence = D
     k = params.n_judge
     g_pad_of = padded_prompts([s.n // k for s in settings], float(pad_ratio))
     sizes = (params.n_cand, k)
-    # Padded shapes do not depend on c, ρ: build fit programs from the base parameters.
+    # Neither the padded shapes nor the programs depend on c, ρ (arguments of the simulator):
+    # build every program from one set of parameters.
     shape_params = params.with_controls(1.0, 0.0)
 
     width = default_vmap_width() if vmap_width is None else check_positive_int("vmap_width", vmap_width)
@@ -132,7 +133,7 @@ def sweep(ns: Sequence[int] = DEFAULT_NS, reps: int = 100, methods: Sequence = D
         g = s.n // k
         g_pad = g_pad_of[g]
         size, n_chunks = chunking(reps, k * g_pad, chunk, record_budget)
-        sim = Program("sim", size, g, g_pad, params.with_controls(s.c, s.rho), sizes, None, 0)
+        sim = Program("sim", size, g, g_pad, shape_params, sizes, None, 0)
         fits = {spec.name: Program("fit", size, 0, g_pad, shape_params, sizes, layouts[spec.name], int(max_iter),
                                     width)
                 for spec in todo}
@@ -163,7 +164,8 @@ def sweep(ns: Sequence[int] = DEFAULT_NS, reps: int = 100, methods: Sequence = D
                 chunks = {spec.name: [] for spec in todo}
                 clock = {spec.name: {"wait_s": 0.0, "compile_s": 0.0, "run_s": 0.0} for spec in todo}
                 for ci in range(n_chunks):
-                    data = sim(place(replicate_keys(seed, s.n, ci * size, (ci + 1) * size), True))
+                    data = sim(place(replicate_keys(seed, s.n, ci * size, (ci + 1) * size), True),
+                               place((jnp.float64(s.c), jnp.float64(s.rho)), False))
                     for spec in todo:
                         t1 = time.perf_counter()
                         ev, compile_s = builder.get(fits[spec.name])

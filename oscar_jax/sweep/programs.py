@@ -50,10 +50,14 @@ def pad_design(arrays, n_prompts_pad: int, n_judge: int):
     )
 
 
-def simulate_batch(keys, n_prompts, n_prompts_pad, params):
-    """Replicates of ``n_prompts`` prompts, one per key, padded to ``n_prompts_pad``."""
+def simulate_batch(keys, controls, n_prompts, n_prompts_pad, params):
+    """Replicates of ``n_prompts`` prompts, one per key, padded to ``n_prompts_pad``.
+
+    ``controls`` = (c, ρ) are traced, so one executable serves every (c, ρ) of a sweep
+    (``params``' own c and ρ are not read).
+    """
     def one(key):
-        return pad_design(simulate(key, n_prompts, params).arrays, n_prompts_pad, params.n_judge)
+        return pad_design(simulate(key, n_prompts, params, controls).arrays, n_prompts_pad, params.n_judge)
 
     return jax.vmap(one)(keys)
 
@@ -73,7 +77,7 @@ class Program(NamedTuple):
     chunk: int
     n_prompts: int       # real prompts (sim only; 0 for fit)
     n_prompts_pad: int
-    params: SimParams | None   # sim: full params (c, ρ are compile-time constants there)
+    params: SimParams | None   # with c = 1, ρ = 0: the sweep's (c, ρ) are arguments of the programs
     sizes: tuple         # (C, K)
     layout: Layout | None
     max_iter: int
@@ -112,6 +116,7 @@ def build(prog: Program):
         return _COMPILED[prog], 0.0
     t0 = time.perf_counter()
     keys = jax.ShapeDtypeStruct((prog.chunk, 2), jnp.uint32)
+    controls = (jax.ShapeDtypeStruct((), jnp.float64),) * 2
     mesh = None
     if jax.device_count() > 1:
         # Several devices (GPUs, TPU cores, forced CPU devices): split the replicate axis
@@ -120,14 +125,14 @@ def build(prog: Program):
     if prog.kind == "sim":
         static = dict(n_prompts=prog.n_prompts, n_prompts_pad=prog.n_prompts_pad, params=prog.params)
         if mesh is None:
-            exe = _lower(prog, simulate_batch, (keys,), static).compile()
+            exe = _lower(prog, simulate_batch, (keys, controls), static).compile()
         else:
-            exe = replicate_sharded(simulate_batch, (0,), mesh=mesh, **static).lower(keys).compile()
+            exe = replicate_sharded(simulate_batch, (0, None), mesh=mesh, **static).lower(keys, controls).compile()
     else:
         c, k = prog.sizes
         # Shapes of a padded batch; the values of c, ρ do not change them.
         arrays = jax.eval_shape(partial(simulate_batch, n_prompts=prog.n_prompts_pad,
-                                        n_prompts_pad=prog.n_prompts_pad, params=prog.params), keys)
+                                        n_prompts_pad=prog.n_prompts_pad, params=prog.params), keys, controls)
         f64 = jnp.float64
         scalar = jax.ShapeDtypeStruct((), f64)
         args = (arrays, jax.ShapeDtypeStruct((prog.n_prompts_pad,), f64), jax.ShapeDtypeStruct((c,), f64),
