@@ -2,8 +2,13 @@
 
 NumPyro's functional ``hmc(potential_fn_gen=…, algo="NUTS")`` kernel takes the data as
 traced model arguments, so one compiled program serves every dataset of the same
-shapes, the chains are one ``vmap`` (NumPyro's ``chain_method="vectorized"``), and a
-whole simulation-based calibration or coverage study is a ``vmap`` over datasets.
+shapes, and a whole simulation-based calibration or coverage study is a ``vmap`` over
+datasets. Within one run the chains go one after another (``lax.map``), not side by side
+(``vmap``, NumPyro's ``chain_method="vectorized"``): under ``vmap`` every NUTS branch is
+evaluated on both sides and every tree runs to the deepest chain's depth, and the batched
+while loops took most of the tracing and compilation. Measured (2 cores): MT-Bench, prompt
+× candidate model, 4 × (150 + 150): 540 → 224 s; a small J+P model: tracing 6.4 → 1.0 s,
+compilation 19 → 9 CPU-s.
 """
 
 from __future__ import annotations
@@ -42,7 +47,8 @@ class NutsSettings:
     Parameters
     ----------
     chains, warmup, draws
-        Chains run in parallel (vectorized), adaptation iterations, kept draws per chain.
+        Chains (run one after another in one program), adaptation iterations, kept draws
+        per chain.
     dense_mass
         Adapt a dense mass matrix for θ (and σ_u): the judge sensitivities and the score
         scale are strongly correlated (only their products enter η), which a diagonal
@@ -52,7 +58,7 @@ class NutsSettings:
     max_tree_depth
         NUTS tree-depth limit (2^depth − 1 leapfrog steps at most).
     progress
-        Report every iteration of chain 0 to the host (:func:`progress_reporter`); a
+        Report every iteration of every chain to the host (:func:`progress_reporter`); a
         separate compiled program, off by default (the studies vmap over datasets).
     """
 
@@ -83,16 +89,18 @@ _REPORTER = [None]
 
 def _report(chain, iteration, steps, diverging):
     bar = _REPORTER[0]
-    if bar is not None and int(chain) == 0:
+    if bar is not None:
         bar.update(1)
         if int(diverging):
-            bar.set_postfix_str(f"divergence at iteration {int(iteration) + 1}")
+            bar.set_postfix_str(f"chain {int(chain) + 1}: divergence at iteration {int(iteration) + 1}")
 
 
 @contextmanager
 def progress_reporter(settings: "NutsSettings", desc: str = "NUTS"):
-    """Route the sampler's per-iteration callback to a progress bar (tqdm, or a log line every 30 s)."""
-    total = settings.warmup + settings.draws
+    """Route the sampler's per-iteration callback to a progress bar (tqdm, or a log line every 30 s).
+
+    The bar counts the iterations of all chains (they run one after another)."""
+    total = settings.chains * (settings.warmup + settings.draws)
     with progress(total, desc, unit="it", lines=True, enabled=None if settings.progress else False) as bar:
         _REPORTER[0] = bar
         try:
@@ -212,7 +220,8 @@ def sample_posterior(key, data: ModelData, *, layout: Layout, n_clusters: int | 
         state, (z, div, steps, acc, energy, pe) = jax.lax.scan(draw, state, settings.warmup + jnp.arange(settings.draws))
         return z, div, steps, acc, energy, pe, state.adapt_state.step_size
 
-    z, div, steps, acc, energy, pe, step = jax.vmap(one_chain)(keys, init, jnp.arange(settings.chains))
+    z, div, steps, acc, energy, pe, step = jax.lax.map(lambda args: one_chain(*args),
+                                                       (keys, init, jnp.arange(settings.chains)))
     if n_clusters is None:
         sigma = jnp.zeros(div.shape)
         zp = jnp.zeros(div.shape + (0,))
