@@ -43,7 +43,7 @@ def test_sample_many_is_sample_posterior_per_dataset(sim_design):
     layout, spec = model_layout(sim_design, "j+p")
     mask = np.asarray(column_mask(sim_design.arrays, sim_design.arrays.stats, layout))
     data = model_data(sim_design.arrays, mask, Priors().resolved(spec.ridge), layout, prompt_effect=False)
-    st = NutsSettings(chains=1, warmup=20, draws=10)
+    st = NutsSettings(chains=2, warmup=20, draws=10)  # the program of the test above, traced once per module
     stats = np.stack([np.asarray(data.stats), 2.0 * np.asarray(data.stats)])  # a dataset and its doubled copy
     keys = jax.random.split(jax.random.PRNGKey(3), 2)
     many = sample_many(keys, data._replace(stats=stats), layout=layout, n_clusters=None, settings=st)
