@@ -3,7 +3,7 @@
 The models (:mod:`.bayes_models`): a cumulative-logit model for labels and a
 logit-Gaussian model for probabilities, both with item effects, condition effects δ_c
 (δ_ref = 0) and an item × condition interaction. ``fit_audit_model`` samples them by
-NumPyro's NUTS (``chain_method="vectorized"`` or ``"sequential"``), or with
+NumPyro's NUTS (chains one after another on a CPU, vectorized on an accelerator), or with
 ``method="svi"`` fits a Gaussian variational approximation (:mod:`.bayes_svi`), much
 faster on large audits, with intervals that may be too narrow.
 """
@@ -43,7 +43,7 @@ __all__ = ["PROB_EPS", "AuditPosterior", "BayesPrior", "fit_audit_model", "inser
 def fit_audit_model(data: AuditData, reference: str, *, others=None, seed: int = 0, num_warmup: int = 500,
                     num_samples: int = 500, num_chains: int = 4, ci_prob: float = 0.95, interaction="auto",
                     prior: BayesPrior = BayesPrior(), progress_bar: bool | None = None,
-                    target_accept: float = 0.8, chain_method: str = "vectorized", method: str = "nuts",
+                    target_accept: float = 0.8, chain_method: str = "auto", method: str = "nuts",
                     svi=None, warn: bool = True) -> AuditPosterior:
     """Fit the ordinal (labels) or logit-Gaussian (probabilities) effect model by NUTS or SVI.
 
@@ -58,13 +58,14 @@ def fit_audit_model(data: AuditData, reference: str, *, others=None, seed: int =
     seed
         Seed of the sampler or of the optimizer (explicit; results are deterministic given it).
     num_warmup, num_samples, num_chains
-        NUTS settings; chains run vectorized on one device.
+        NUTS settings.
     interaction
         ``"auto"`` (include u_ic when some (item, condition) has ≥ 2 runs), True or False.
     chain_method
-        NumPyro's ``"vectorized"`` (default; all chains in one vmapped sampler, the fast
-        choice on accelerators) or ``"sequential"`` (on CPU about 4× cheaper per
-        chain-step for small models, see :func:`~oscar_jax.audit.bayes_calibration`).
+        ``"auto"`` (default): ``"sequential"`` on a CPU, where one chain at a time is about
+        4× cheaper per chain-step than vmapped chains (see
+        :func:`~oscar_jax.audit.bayes_calibration`), ``"vectorized"`` (NumPyro's vmapped
+        chains) on an accelerator; or either by name. Recorded in ``diagnostics``.
     method
         ``"nuts"`` (default) or ``"svi"``: a Gaussian approximation of the same
         posterior fitted by NumPyro SVI with optax Adam (:mod:`oscar_jax.audit.bayes_svi`;
@@ -90,12 +91,14 @@ def fit_audit_model(data: AuditData, reference: str, *, others=None, seed: int =
     num_warmup = check_positive_int("num_warmup", num_warmup)
     num_samples = check_positive_int("num_samples", num_samples)
     num_chains = check_positive_int("num_chains", num_chains)
+    chain_method = check_choice("chain_method", chain_method, ("auto", "vectorized", "sequential"))
+    if chain_method == "auto":
+        chain_method = "sequential" if jax.default_backend() == "cpu" else "vectorized"
     setup = setup_model(data, reference, interaction)
     notes = list(setup.notes)
     model = partial(model_for(data.kind), ref=setup.ref, interaction=setup.interaction, prior=prior)
     mcmc = MCMC(NUTS(model, target_accept_prob=target_accept), num_warmup=num_warmup, num_samples=num_samples,
-                num_chains=num_chains, chain_method=check_choice("chain_method", chain_method,
-                                                                  ("vectorized", "sequential")),
+                num_chains=num_chains, chain_method=chain_method,
                 progress_bar=bar_enabled(progress_bar))
     if progress_bar is None and not bar_enabled(None):  # no bar off a terminal: say what is running
         announce(f"audit: sampling the Bayesian {data.kind} model, NUTS {num_chains} chains × ({num_warmup} warm-up "
@@ -105,7 +108,7 @@ def fit_audit_model(data: AuditData, reference: str, *, others=None, seed: int =
     delta = np.asarray(insert_ref(jnp.asarray(samples["delta_free"]), setup.ref))   # (chains, draws, C)
     div = np.asarray(mcmc.get_extra_fields(group_by_chain=True)["diverging"])
     diagnostics = {"method": "nuts", "divergences": int(div.sum()), "n_draws": int(num_chains * num_samples),
-                   "num_warmup": num_warmup, "num_chains": num_chains}
+                   "num_warmup": num_warmup, "num_chains": num_chains, "chain_method": chain_method}
     if diagnostics["divergences"]:
         notes.append(f"{diagnostics['divergences']} divergent transitions; consider more warm-up")
     post = posterior_from_draws(data, setup, delta, samples, others=others, ci_prob=ci_prob,
