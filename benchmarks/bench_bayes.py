@@ -1,6 +1,6 @@
 """Wall time of Bayesian OSCAR on MT-Bench next to the point fit; writes a Markdown table.
 
-NUTS, 4 vectorized chains × (1000 warm-up + 1000 draws) at the defaults, on the shared
+NUTS, 4 chains (one after another) × (1000 warm-up + 1000 draws) at the defaults, on the shared
 MT-Bench release (9,706 records → 300 cells). Compile time and steady-state sampling are
 reported separately (a second run with another seed reuses the compiled program), with
 the bulk ESS per second of steady-state sampling and the diagnostics reached.
@@ -69,7 +69,7 @@ def main(argv=None) -> int:
     lines = [f"# Bayesian OSCAR benchmark — {name}: {design.n_records:,} records, {design.n_cells} cells, "
              f"{design.n_clusters} prompts",
              "",
-             f"{args.chains} chains (vectorized) × ({args.warmup} warm-up + {args.draws} draws), default priors and "
+             f"{args.chains} chains (one after another) × ({args.warmup} warm-up + {args.draws} draws), default priors and "
              f"target_accept {NutsSettings().target_accept}; min ESS = the smaller of bulk and tail ESS over the "
              f"sampled parameters. Machine: {platform.machine()}, {os.cpu_count()} CPUs (shared; 1-min load "
              f"average at the end {load:.1f}), jax {jax.__version__}. 'first' includes compilation; 'steady' is a "
