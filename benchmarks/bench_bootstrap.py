@@ -75,6 +75,13 @@ def _code_note() -> str:
     return f" ({code})" if code else ""
 
 
+def timed(fn):
+    """(fn(), wall seconds, process CPU seconds)."""
+    w, c = time.perf_counter(), time.process_time()
+    out = fn()
+    return out, time.perf_counter() - w, time.process_time() - c
+
+
 def machine() -> str:
     return (f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, load average "
             f"{os.getloadavg()[0]:.1f} at start; jax {jax.__version__} ({jax.default_backend()}), "
@@ -108,11 +115,6 @@ def speed(args) -> list[str]:
     layout = design.layout(eff)
     y = frame["outcome"].to_numpy(dtype=float)
     b = args.replicates
-
-    def timed(fn):
-        w, c = time.perf_counter(), time.process_time()
-        out = fn()
-        return out, time.perf_counter() - w, time.process_time() - c
 
     full, t_fit_first, _ = timed(lambda: oj.fit(design, spec))
     full, t_fit, _ = timed(lambda: oj.fit(design, spec))

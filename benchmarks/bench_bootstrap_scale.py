@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 from pathlib import Path
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
@@ -22,17 +21,12 @@ sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
 
+from benchmarks.bench_bootstrap import timed  # noqa: E402
 from benchmarks.bench_scaling import _peak_mb, machine_line, sim_params  # noqa: E402
 from oscar_jax.fit import as_design, fit  # noqa: E402
 from oscar_jax.resample import bootstrap, fit_problem_batch  # noqa: E402
 from oscar_jax.problem import prepare  # noqa: E402
 from oscar_jax.simulate import family_map_of, simulate_frame  # noqa: E402
-
-
-def timed(fn):
-    w, c = time.perf_counter(), time.process_time()
-    out = fn()
-    return out, time.perf_counter() - w, time.process_time() - c
 
 
 def main(argv=None) -> str:
