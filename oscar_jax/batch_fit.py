@@ -79,7 +79,8 @@ def batched_fit_core(arrays, omega, starts, *, layout: Layout, n_clusters: int, 
     :data:`batched_fit_core_jit`), and shard it over the leading axis of ``omega`` and
     ``starts`` if you have several devices.
     """
-    core = partial(fit_core, layout=layout, n_clusters=n_clusters, ridge=ridge, v_bound=v_bound, max_iter=max_iter)
+    core = partial(fit_core, layout=layout, n_clusters=n_clusters, ridge=ridge, v_bound=v_bound, max_iter=max_iter,
+                   eigenvalues=False)
     if mask is None:
         return map_replicates(lambda x: core(arrays, x[0], x[1][None]), (omega, starts), vmap_width)
     return map_replicates(lambda x: core(arrays, x[0], x[1][None], mask=x[2]), (omega, starts, mask), vmap_width)

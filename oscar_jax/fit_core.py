@@ -43,7 +43,7 @@ class FitCore(NamedTuple):
     n_free: jax.Array         # dim θ after column selection
     n_identified: jax.Array   # eigenvalues of R̂ᵀŴR̂ above max(1e-12, 1e-10·largest)
     identified: jax.Array
-    min_eig: jax.Array        # smallest / largest eigenvalue of the penalized Hessian (free block)
+    min_eig: jax.Array        # smallest / largest eigenvalue of the penalized Hessian (free block); NaN if not computed
     max_eig: jax.Array
     curvature_ok: jax.Array
     at_bound: jax.Array       # some v_k at ±v_bound
@@ -87,45 +87,74 @@ def _extreme_eigs(m):
     return jax.lax.cond(pd, from_svd, from_eigh, m)
 
 
-def _free_block_eigs(matrix, mask):
-    """(smallest, largest) eigenvalue of the free block of a symmetric matrix.
+def _filled_free_block(matrix, mask):
+    """(matrix with its fixed coordinates set to the free block's mean diagonal, the free block's trace).
 
-    Fixed coordinates get the free block's mean diagonal, which lies inside its spectrum,
-    so the extreme eigenvalues are those of the free block alone.
+    The mean diagonal lies inside the free block's spectrum, so the filled matrix has the
+    free block's extreme eigenvalues.
     """
     n_free = jnp.maximum(jnp.sum(mask), 1.0)
-    fill = jnp.sum(jnp.diag(matrix) * mask) / n_free
-    m = matrix * jnp.outer(mask, mask) + jnp.diag((1.0 - mask) * fill)
-    return _extreme_eigs(m)
+    trace = jnp.sum(jnp.diag(matrix) * mask)
+    return matrix * jnp.outer(mask, mask) + jnp.diag((1.0 - mask) * trace / n_free), trace
+
+
+def _certified_above(filled, trace, rel):
+    """Whether every eigenvalue of ``filled`` exceeds max(1e-12, rel · largest), shown without the spectrum.
+
+    Cholesky L gives λ_min ≥ 1/‖L⁻¹‖²_F and a positive definite matrix has trace ≥ λ_max,
+    so a bound above the threshold at the trace proves the check. False means "not
+    shown" (Cholesky failed, or the bound is too loose): then compute the spectrum. A
+    Cholesky and a triangular solve cost a fraction of a P × P SVD.
+    """
+    chol = jnp.linalg.cholesky(filled)
+    inv = jax.scipy.linalg.solve_triangular(chol, jnp.eye(filled.shape[0], dtype=filled.dtype), lower=True)
+    lower = 1.0 / jnp.sum(inv ** 2)
+    return jnp.all(jnp.isfinite(inv)) & (trace > 0) & (lower > jnp.maximum(1e-12, rel * trace))
+
+
+def _curvature(hess, mask, eigenvalues: bool):
+    """(ok, smallest, largest eigenvalue) of the penalized Hessian's free block (B.3(3)).
+
+    ok: the smallest eigenvalue exceeds max(1e-12, 1e-13 · largest). ``eigenvalues=False``
+    (replicates, whose spectra nobody reads) settles the check by :func:`_certified_above`
+    when it can and returns NaN eigenvalues then; an uncertified block gets its spectrum
+    either way.
+    """
+    filled, trace = _filled_free_block(hess, mask)
+
+    def from_spectrum(m):
+        lo, hi = _extreme_eigs(m)
+        return lo > jnp.maximum(1e-12, 1e-13 * hi), lo, hi
+
+    if eigenvalues:
+        return from_spectrum(filled)
+    nan = jnp.full((), jnp.nan, hess.dtype)
+    return jax.lax.cond(_certified_above(filled, trace, 1e-13), lambda m: (jnp.bool_(True), nan, nan),
+                        from_spectrum, filled)
 
 
 def _n_identified(info, mask):
     """Eigenvalues of R̂ᵀŴR̂ above max(1e-12, 1e-10·largest) (B.3(2)).
 
-    Usually certified without the spectrum: with the fixed coordinates set to the free
-    block's mean diagonal (inside its spectrum), Cholesky L gives λ_min ≥ 1/‖L⁻¹‖²_F and
-    trace ≥ λ_max, so λ_min above the threshold at trace means every free eigenvalue is
-    above it, the count the SVD would give. Otherwise (or when Cholesky fails) the SVD
-    counts them: R̂ᵀŴR̂ is positive semi-definite, so its eigenvalues are its singular
-    values (half the cost of eigvalsh on CPU). Saves one P × P SVD per replicate.
+    Usually certified without the spectrum (:func:`_certified_above`, every free
+    eigenvalue above the threshold: the count the SVD would give). Otherwise (or when
+    Cholesky fails) the SVD counts them: R̂ᵀŴR̂ is positive semi-definite, so its
+    eigenvalues are its singular values (half the cost of eigvalsh on CPU). Saves one
+    P × P SVD per replicate.
     """
-    n_free = jnp.sum(mask)
-    trace = jnp.sum(jnp.diag(info) * mask)
-    filled = info + jnp.diag((1.0 - mask) * trace / jnp.maximum(n_free, 1.0))
-    chol = jnp.linalg.cholesky(filled)
-    inv = jax.scipy.linalg.solve_triangular(chol, jnp.eye(info.shape[0], dtype=info.dtype), lower=True)
-    lower = 1.0 / jnp.sum(inv ** 2)
-    certified = jnp.all(jnp.isfinite(inv)) & (trace > 0) & (lower > jnp.maximum(1e-12, 1e-10 * trace))
+    filled, trace = _filled_free_block(info, mask)
 
     def counted(m):
         eigs = jnp.linalg.svd(m, compute_uv=False)
         return jnp.sum(eigs > jnp.maximum(1e-12, 1e-10 * jnp.max(eigs)))
 
-    return jax.lax.cond(certified, lambda m: jnp.round(n_free).astype(jnp.int64), counted, info)
+    return jax.lax.cond(_certified_above(filled, trace, 1e-10), lambda m: jnp.round(jnp.sum(mask)).astype(jnp.int64),
+                        counted, info)
 
 
 def fit_core(arrays: DesignArrays, omega, theta_starts, *, layout: Layout, n_clusters: int,
-             ridge=0.05, v_bound=15.0, max_iter: int = 100, gtol=1e-12, mask=None, stats=None) -> FitCore:
+             ridge=0.05, v_bound=15.0, max_iter: int = 100, gtol=1e-12, mask=None, stats=None,
+             eigenvalues: bool = True) -> FitCore:
     """Penalized fit from several starts; keeps the smallest objective (B.3).
 
     Parameters
@@ -141,6 +170,9 @@ def fit_core(arrays: DesignArrays, omega, theta_starts, *, layout: Layout, n_clu
     gtol : solver tolerance on ‖∇‖∞ relative to N. Far stricter than B.3's 1e-7 so that
         fits by different paths (warm/cold starts, sharded batches) agree to ~1e-10;
         quadratic convergence makes it cost at most one extra Newton step.
+    eigenvalues : static; False skips the Hessian's extreme eigenvalues where a Cholesky
+        bound already settles the curvature check (``min_eig``, ``max_eig`` NaN there):
+        replicates of a bootstrap or a sweep, which report the check, not the spectrum.
     """
     if stats is None:
         stats = cell_stats_from_cluster_weights(arrays, omega, arrays.a.shape[0])
@@ -188,8 +220,7 @@ def fit_core(arrays: DesignArrays, omega, theta_starts, *, layout: Layout, n_clu
     info = expected_information(theta, arrays, stats, layout) * jnp.outer(mask, mask)
     n_identified = _n_identified(info, mask)
 
-    min_eig, max_eig = _free_block_eigs(sol.hess, mask)
-    curvature = min_eig > jnp.maximum(1e-12, 1e-13 * max_eig)
+    curvature, min_eig, max_eig = _curvature(sol.hess, mask, eigenvalues)
     at_bound = jnp.any(is_v & (mask > 0) & (jnp.abs(theta) >= v_bound - 1e-9))
 
     g_eff = jnp.sum(omega > 0)
@@ -220,5 +251,5 @@ def fit_core_seeded(arrays: DesignArrays, omega, seed, *, n_starts: int, layout:
 
 
 register_pytree_names(FitCore, DesignArrays)
-fit_core_jit = persistent_jit(fit_core, static_argnames=("layout", "n_clusters", "max_iter"))
+fit_core_jit = persistent_jit(fit_core, static_argnames=("layout", "n_clusters", "max_iter", "eigenvalues"))
 fit_core_seeded_jit = persistent_jit(fit_core_seeded, static_argnames=("n_starts", "layout", "n_clusters", "max_iter"))

@@ -126,7 +126,7 @@ def evaluate_replicate(arrays, omega, true_s, true_kappa, true_q, ridge, v_bound
     """
     start = jnp.zeros((1, layout.n_theta), jnp.float64)  # B.3: simulations use the zero start
     fit = fit_core(arrays, omega, start, layout=layout, n_clusters=n_clusters, ridge=ridge,
-                   v_bound=v_bound, max_iter=max_iter, gtol=gtol)
+                   v_bound=v_bound, max_iter=max_iter, gtol=gtol, eigenvalues=False)
     cov = covariances(fit.theta, fit.mask, fit.hess, fit.info, arrays, omega, layout=layout,
                       n_clusters=n_clusters, ridge=ridge)
     iu = np.triu_indices(layout.n_cand, 1)
