@@ -142,7 +142,7 @@ def _draw_scores(draws, layout, anchor_index):
 # One compiled program per (layout, anchor) each: run eagerly, the delta method's
 # jacfwd and the einsum were ~40 separate XLA compilations in every new process.
 _scores_and_se_jit = persistent_jit(_scores_and_se, static_argnames=("layout", "anchor_index"))
-_draw_scores_jit = jax.jit(_draw_scores, static_argnames=("layout", "anchor_index"))
+_draw_scores_jit = persistent_jit(_draw_scores, static_argnames=("layout", "anchor_index"))
 
 
 def rank_ub(lo, hi) -> np.ndarray:

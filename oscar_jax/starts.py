@@ -29,9 +29,9 @@ def _draw_starts(key, n_starts: int, n_theta: int):
     return jnp.concatenate([zero, draws])
 
 
-# One compiled program per (count, dim θ) rather than five eager ones (seed, normal,
+# One stored program per (count, dim θ) rather than five eager ones (seed, normal,
 # multiply, zeros, concatenate), each its own XLA compilation in every new process.
-_draw_starts_jit = jax.jit(_draw_starts, static_argnums=(1, 2))
+_draw_starts_jit = persistent_jit(_draw_starts, static_argnames=("n_starts", "n_theta"))
 
 
 def draw_seeded_starts(seed, n_starts: int, n_theta: int):

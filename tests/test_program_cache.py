@@ -14,6 +14,8 @@ import pytest
 import oscar_jax as oj
 from oscar_jax import compile_cache, program_cache
 from oscar_jax.leaderboard import arena_leaderboard
+from oscar_jax.starts import start_points
+from oscar_jax.weights import replicate_key
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -27,11 +29,20 @@ def program_folder(tmp_path, monkeypatch):
     program_cache.forget()
 
 
+# The seeded draws and the draw-based leaderboard are stored programs too.
+_DRAW_PROGRAMS = {"_bootstrap_weights", "_permutation", "_replicate_key", "_draw_starts", "_draw_scores"}
+
+
 def _everything(result):
     board = arena_leaderboard(result, scale="elo", anchor="cand1")
+    draws = result.theta + 0.01 * np.arange(4.0)[:, None]
+    by_draws = arena_leaderboard(result, ci="bootstrap", draws=draws)
     return [result.theta, result.covariance("sandwich"), result.covariance("model"), result.scores,
             result.leaderboard().select_dtypes("number").to_numpy(),
-            result.judges().select_dtypes("number").to_numpy(dtype=float), board[["score", "lo", "hi"]].to_numpy()]
+            result.judges().select_dtypes("number").to_numpy(dtype=float), board[["score", "lo", "hi"]].to_numpy(),
+            by_draws[["score", "lo", "hi"]].to_numpy(), oj.bootstrap_weights(7, result.design.n_clusters, 5),
+            oj.prompt_folds(result.design, 3, seed=2), replicate_key(4, 2),
+            start_points(result.layout, 3, jax.random.PRNGKey(5))]
 
 
 def _same_bits(a, b):
@@ -54,7 +65,8 @@ def test_stored_programs_are_bit_identical_to_plain_jit(program_folder, monkeypa
     jax.monitoring.register_event_duration_secs_listener(
         lambda event, d, **kw: traced.append(kw.get("fun_name")) if event.endswith("jaxpr_trace_duration") else None)
     loaded = _everything(oj.fit(design, "oscar", seed=1))
-    assert not {"fit_core_seeded", "fit_core", "covariances"} & set(traced)
+    assert not ({"fit_core_seeded", "fit_core", "covariances"} | _DRAW_PROGRAMS) & set(traced)
+    assert {f.name.split("-")[0] for f in files} >= _DRAW_PROGRAMS
     _same_bits(plain, exported)
     _same_bits(plain, loaded)
 
