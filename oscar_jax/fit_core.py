@@ -98,6 +98,16 @@ def _filled_free_block(matrix, mask):
     return matrix * jnp.outer(mask, mask) + jnp.diag((1.0 - mask) * trace / n_free), trace
 
 
+# B.3's eigenvalue thresholds: λ counts when λ > max(1e-12, rel · λ_max).
+IDENTIFIED_REL = 1e-10   # B.3(2), eigenvalues of R̂ᵀŴR̂
+CURVATURE_REL = 1e-13    # B.3(3), smallest eigenvalue of the penalized Hessian
+
+
+def _above(x, largest, rel):
+    """x > max(1e-12, rel · largest): the one form of both B.3 thresholds."""
+    return x > jnp.maximum(1e-12, rel * largest)
+
+
 def _certified_above(filled, trace, rel):
     """Whether every eigenvalue of ``filled`` exceeds max(1e-12, rel · largest), shown without the spectrum.
 
@@ -109,7 +119,7 @@ def _certified_above(filled, trace, rel):
     chol = jnp.linalg.cholesky(filled)
     inv = jax.scipy.linalg.solve_triangular(chol, jnp.eye(filled.shape[0], dtype=filled.dtype), lower=True)
     lower = 1.0 / jnp.sum(inv ** 2)
-    return jnp.all(jnp.isfinite(inv)) & (trace > 0) & (lower > jnp.maximum(1e-12, rel * trace))
+    return jnp.all(jnp.isfinite(inv)) & (trace > 0) & _above(lower, trace, rel)
 
 
 def _curvature(hess, mask, eigenvalues: bool):
@@ -124,12 +134,12 @@ def _curvature(hess, mask, eigenvalues: bool):
 
     def from_spectrum(m):
         lo, hi = _extreme_eigs(m)
-        return lo > jnp.maximum(1e-12, 1e-13 * hi), lo, hi
+        return _above(lo, hi, CURVATURE_REL), lo, hi
 
     if eigenvalues:
         return from_spectrum(filled)
     nan = jnp.full((), jnp.nan, hess.dtype)
-    return jax.lax.cond(_certified_above(filled, trace, 1e-13), lambda m: (jnp.bool_(True), nan, nan),
+    return jax.lax.cond(_certified_above(filled, trace, CURVATURE_REL), lambda m: (jnp.bool_(True), nan, nan),
                         from_spectrum, filled)
 
 
@@ -146,9 +156,9 @@ def _n_identified(info, mask):
 
     def counted(m):
         eigs = jnp.linalg.svd(m, compute_uv=False)
-        return jnp.sum(eigs > jnp.maximum(1e-12, 1e-10 * jnp.max(eigs)))
+        return jnp.sum(_above(eigs, jnp.max(eigs), IDENTIFIED_REL))
 
-    return jax.lax.cond(_certified_above(filled, trace, 1e-10), lambda m: jnp.round(jnp.sum(mask)).astype(jnp.int64),
+    return jax.lax.cond(_certified_above(filled, trace, IDENTIFIED_REL), lambda m: jnp.round(jnp.sum(mask)).astype(jnp.int64),
                         counted, info)
 
 

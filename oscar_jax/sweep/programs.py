@@ -116,7 +116,8 @@ def build(prog: Program):
         return _COMPILED[prog], 0.0
     t0 = time.perf_counter()
     keys = jax.ShapeDtypeStruct((prog.chunk, 2), jnp.uint32)
-    controls = (jax.ShapeDtypeStruct((), jnp.float64),) * 2
+    scalar = jax.ShapeDtypeStruct((), jnp.float64)
+    controls = (scalar, scalar)  # (c, ρ)
     mesh = None
     if jax.device_count() > 1:
         # Several devices (GPUs, TPU cores, forced CPU devices): split the replicate axis
@@ -134,7 +135,6 @@ def build(prog: Program):
         arrays = jax.eval_shape(partial(simulate_batch, n_prompts=prog.n_prompts_pad,
                                         n_prompts_pad=prog.n_prompts_pad, params=prog.params), keys, controls)
         f64 = jnp.float64
-        scalar = jax.ShapeDtypeStruct((), f64)
         args = (arrays, jax.ShapeDtypeStruct((prog.n_prompts_pad,), f64), jax.ShapeDtypeStruct((c,), f64),
                 jax.ShapeDtypeStruct((k,), f64), jax.ShapeDtypeStruct((c, c), f64), scalar, scalar, scalar)
         static = dict(layout=prog.layout, n_clusters=prog.n_prompts_pad, max_iter=prog.max_iter,
