@@ -82,7 +82,9 @@ def main(argv=None) -> int:
         print(f"oscar {args.command}: error: {exc}", file=sys.stderr)
         return 2
     try:
-        with table_width(None if getattr(args, "wide", False) else TABLE_WIDTH):
+        from .program_cache import compile_ahead
+
+        with table_width(None if getattr(args, "wide", False) else TABLE_WIDTH), compile_ahead():
             from .multiprocess import cli_start
 
             launched = cli_start(args, sys.argv[1:] if argv is None else argv)

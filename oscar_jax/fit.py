@@ -18,7 +18,7 @@ import numpy as np
 from . import _x64  # noqa: F401
 from .fit_core import fit_core_seeded_jit
 from .problem import Problem, as_design, prepare
-from .results import FitResult
+from .results import FitResult, prepare_report_programs
 from .spec import ModelSpec
 from .starts import start_points
 from .validate import check_ci_prob, check_positive_int
@@ -144,9 +144,13 @@ def fit_problem(problem: Problem, *, starts: int = 2, seed: int = 0, ci_prob: fl
     max_iter = check_positive_int("max_iter", max_iter)
     design, eff, layout = problem.design, problem.effective_spec, problem.layout
     omega = _unit_weights(design.n_clusters)
-    core = fit_core_seeded_jit(design.arrays, omega, np.int64(seed), n_starts=starts, layout=layout,
-                               n_clusters=design.n_clusters, ridge=eff.ridge, v_bound=eff.v_bound,
-                               max_iter=max_iter, stats=design.arrays.stats)
+    args = (design.arrays, omega, np.int64(seed))
+    kw = dict(n_starts=starts, layout=layout, n_clusters=design.n_clusters, ridge=eff.ridge, v_bound=eff.v_bound,
+              max_iter=max_iter, stats=design.arrays.stats)
+    # While the fit compiles, a second core compiles what will report on it (CLI only).
+    fit_core_seeded_jit.preload(*args, **kw)
+    prepare_report_programs(design, layout, eff.ridge)
+    core = fit_core_seeded_jit(*args, **kw)
     core = type(core)(*jax.device_get(tuple(core)))
     notes = problem.notes
     if not bool(core.curvature_ok):

@@ -37,7 +37,7 @@ import pandas as pd
 from statistics import NormalDist
 
 from .intervals import percentiles
-from .program_cache import persistent_jit
+from .program_cache import RUN_ONCE, persistent_jit
 from .render import render_table, shorten
 from .results import FitResult
 from .sandwich import INDEPENDENCE_NOTE, delta_se, targets
@@ -141,8 +141,16 @@ def _draw_scores(draws, layout, anchor_index):
 
 # One compiled program per (layout, anchor) each: run eagerly, the delta method's
 # jacfwd and the einsum were ~40 separate XLA compilations in every new process.
-_scores_and_se_jit = persistent_jit(_scores_and_se, static_argnames=("layout", "anchor_index"))
+_scores_and_se_jit = persistent_jit(_scores_and_se, static_argnames=("layout", "anchor_index"),
+                                    compiler_options=RUN_ONCE)
 _draw_scores_jit = persistent_jit(_draw_scores, static_argnames=("layout", "anchor_index"))
+
+
+def prepare_board_program(layout, anchor_index: int | None = None) -> None:
+    """Compile ahead (:func:`~oscar_jax.program_cache.compile_ahead`) the board's scores and SEs."""
+    p = layout.n_theta
+    _scores_and_se_jit.prepare(jax.ShapeDtypeStruct((p,), np.float64), jax.ShapeDtypeStruct((p, p), np.float64),
+                               layout=layout, anchor_index=anchor_index)
 
 
 def rank_ub(lo, hi) -> np.ndarray:

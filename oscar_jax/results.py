@@ -14,14 +14,14 @@ from statistics import NormalDist
 from .fit_core import STATIONARITY_TOL, FitCore
 from .design import Design
 from .params import Layout, Params
-from .sandwich import Covariances, covariances_jit, target_se, targets_jit
+from .sandwich import Covariances, covariances_program, target_se, targets_jit
 from .solver import STATUS
 from .intervals import interval_request
 from .links import net_preference, sigmoid
 from .spec import ModelSpec
 from .validate import check_choice
 
-__all__ = ["FitResult"]
+__all__ = ["FitResult", "prepare_report_programs"]
 
 _CI_KINDS = ("sandwich", "model")
 
@@ -34,6 +34,18 @@ def _exp(x):
     # A separated or unidentified quantity can have a log-scale SE in the hundreds; the
     # interval is then flagged (oscar_jax.identification), and exp must not overflow.
     return np.exp(np.clip(x, -745.0, 709.0))
+
+
+def prepare_report_programs(design: Design, layout: Layout, ridge) -> None:
+    """Compile ahead (:func:`~oscar_jax.program_cache.compile_ahead`) the programs that
+    :class:`FitResult` reports with on a fit of this shape: covariances, targets and their
+    delta-method SEs, with the argument types :attr:`FitResult.cov` and the rest pass."""
+    vec, mat = (jax.ShapeDtypeStruct(shape, np.float64) for shape in ((layout.n_theta,), (layout.n_theta,) * 2))
+    omega = jax.ShapeDtypeStruct((design.n_clusters,), np.float64)
+    covariances_program(design.n_cells).prepare(vec, vec, mat, mat, design.arrays, omega, layout=layout,
+                                                n_clusters=design.n_clusters, ridge=ridge)
+    target_se.prepare(vec, mat, layout)
+    targets_jit.prepare(vec, layout)
 
 
 @dataclass(frozen=True, eq=False)
@@ -69,9 +81,9 @@ class FitResult:
         omega = np.ones(self.design.n_clusters)
         # Host arrays go to the jitted function as they are (jnp.asarray would compile a copy
         # program per shape in every new process).
-        cov = covariances_jit(c.theta, c.mask, c.hess, c.info,
-                              self.design.arrays, omega, layout=self.layout, n_clusters=self.design.n_clusters,
-                              ridge=self.effective_spec.ridge)
+        cov = covariances_program(self.design.n_cells)(c.theta, c.mask, c.hess, c.info, self.design.arrays, omega,
+                                                       layout=self.layout, n_clusters=self.design.n_clusters,
+                                                       ridge=self.effective_spec.ridge)
         return jax.tree_util.tree_map(np.asarray, cov)
 
     def __repr__(self) -> str:

@@ -71,6 +71,46 @@ def test_stored_programs_are_bit_identical_to_plain_jit(program_folder, monkeypa
     _same_bits(plain, loaded)
 
 
+def _compiles_and_results(design, board_ahead=False):
+    from oscar_jax.leaderboard import prepare_board_program
+    from oscar_jax.problem import prepare
+
+    count = []
+    listener = lambda event, d, **kw: count.append(event) if event.endswith("backend_compile_duration") else None  # noqa: E731
+    jax.monitoring.register_event_duration_secs_listener(listener)
+    try:
+        if board_ahead:  # as the CLI's fit command does
+            prepare_board_program(prepare(design, "oscar").layout)
+        out = _everything(oj.fit(design, "oscar", seed=1))
+    finally:
+        from jax._src import monitoring
+
+        monitoring.unregister_event_duration_listener(listener)
+    return len(count), out
+
+
+def test_programs_compiled_ahead_are_the_ones_called_bit_for_bit(program_folder):
+    # The CLI compiles the report programs on a worker thread while the fit compiles
+    # (compile_ahead): the call must use that executable (no second compilation), and the
+    # executable is the one the plain path compiles (same bits).
+    from oscar_jax.leaderboard import _scores_and_se_jit
+    from oscar_jax.sandwich import covariances_program, target_se, targets_jit
+
+    design = oj.simulate_design(seed=6, n_prompts=150)
+    n_plain, plain = _compiles_and_results(design)
+    program_cache.forget()
+    with program_cache.compile_ahead():
+        n_ahead, ahead = _compiles_and_results(design, board_ahead=True)
+    _same_bits(plain, ahead)
+    assert n_ahead == n_plain
+    for prepared in (covariances_program(design.n_cells), target_se, targets_jit, _scores_and_se_jit):
+        assert any(isinstance(p, jax.stages.Compiled) for p in prepared._programs.values()), prepared.__name__
+    # Outside the block, prepare is a no-op: the library does not compile what it may not call.
+    program_cache.forget()
+    oj.fit(design, "oscar", seed=1)
+    assert not targets_jit._programs
+
+
 def test_corrupt_or_foreign_files_are_replaced(program_folder):
     design = oj.simulate_design(seed=4, n_prompts=120)
     ref = oj.fit(design, "j+p").theta

@@ -5,9 +5,10 @@ from __future__ import annotations
 import sys
 
 from ..draw_sources import draw_intervals, interval_draws
-from ..fit import fit
+from ..fit import fit, fit_problem
 from ..fit_json import merge_board
-from ..leaderboard import CI_SOURCES, ELO_BASE, ELO_SLOPE, arena_text, parse_anchor
+from ..leaderboard import CI_SOURCES, ELO_BASE, ELO_SLOPE, arena_text, parse_anchor, prepare_board_program
+from ..problem import prepare
 from ..render import fill, write_tables
 from ..sandwich import INDEPENDENCE_NOTE
 from ..scales import SCORE_SCALES, fastchat_table, scaled_board
@@ -85,7 +86,11 @@ def run(args) -> int:
     design = design_from_args(args)
     if anchor is not None:
         anchor = (resolve_name("anchor candidate", anchor[0], list(design.candidates)), anchor[1])
-    result = fit(design, args.model, ridge=args.ridge, seed=args.seed, ci_prob=ci_prob)
+    problem = prepare(design, args.model, ridge=args.ridge)
+    # The boards' programs compile on the second core while the fit compiles (compile_ahead).
+    for name in {None, anchor[0] if anchor else None}:
+        prepare_board_program(problem.layout, None if name is None else problem.design.candidates.index(name))
+    result = fit_problem(problem, seed=args.seed, ci_prob=ci_prob)
     wald = "sandwich" if draw_based else args.ci
     no_effect = bool(getattr(args, "no_prompt_effect", False))
     draws, n_failed = (interval_draws(args.ci, result, replicates=args.replicates, seed=args.seed,
