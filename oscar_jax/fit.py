@@ -147,7 +147,8 @@ def fit_problem(problem: Problem, *, starts: int = 2, seed: int = 0, ci_prob: fl
     args = (design.arrays, omega, np.int64(seed))
     kw = dict(n_starts=starts, layout=layout, n_clusters=design.n_clusters, ridge=eff.ridge, v_bound=eff.v_bound,
               max_iter=max_iter, stats=design.arrays.stats)
-    # While the fit compiles, a second core compiles what will report on it (CLI only).
+    # Inside compile_ahead (the CLI): trace the fit first, then hand what will report on it
+    # to the worker thread, whose tracing then runs while this thread compiles the fit.
     fit_core_seeded_jit.preload(*args, **kw)
     prepare_report_programs(design, layout, eff.ridge)
     core = fit_core_seeded_jit(*args, **kw)

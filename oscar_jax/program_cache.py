@@ -18,10 +18,12 @@ plain jit path. :func:`exported` gives the same store to code that lowers ahead 
 (the simulation sweep's per-method programs).
 
 A whole-process command (the CLI) can also compile ahead (:func:`compile_ahead`): while
-the main thread compiles the fit, one worker thread loads or compiles the programs that
-will report on it (``prepare``), from argument shapes known before the fit. XLA's
-compiler releases the GIL, so on a machine with a second core the two compile at once.
-Off by default: a library loop would pay for programs it may never call.
+the main thread compiles the fit, one worker thread traces and compiles (or loads) the
+programs that will report on it (``prepare``), from argument shapes known before the fit.
+XLA already spreads one compilation over the cores and releases the GIL meanwhile, so what
+this buys is the worker's Python (tracing, lowering, loading) running inside the fit's
+compilation instead of after it. Off by default: a library loop would pay for programs it
+may never call.
 """
 
 from __future__ import annotations
@@ -290,6 +292,6 @@ def persistent_jit(fun=None, *, static_argnames=(), compiler_options=None):
 
 # For programs that run once per result on θ-sized arrays (targets, their delta-method
 # SEs): XLA's backend optimisations cost a third of their compile time and save
-# microseconds of run time. Not for programs over the records, where they pay (the
-# covariances at 10⁶ records: 0.16 s optimised, 0.21 s not).
+# microseconds of run time. Over the records they pay on large data (the covariances at
+# 10⁶ records: 0.16 s optimised, 0.21 s not; sandwich.covariances_program).
 RUN_ONCE = {"xla_backend_optimization_level": 0}

@@ -87,7 +87,7 @@ def run(args) -> int:
     if anchor is not None:
         anchor = (resolve_name("anchor candidate", anchor[0], list(design.candidates)), anchor[1])
     problem = prepare(design, args.model, ridge=args.ridge)
-    # The boards' programs compile on the second core while the fit compiles (compile_ahead).
+    # The boards' programs compile on the worker thread while the fit compiles (compile_ahead).
     for name in {None, anchor[0] if anchor else None}:
         prepare_board_program(problem.layout, None if name is None else problem.design.candidates.index(name))
     result = fit_problem(problem, seed=args.seed, ci_prob=ci_prob)
