@@ -78,7 +78,7 @@ def _theta_map(layout: Layout) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 CHUNK = 1 << 15  # records per pass of the derivative sums (a few MB of per-record work arrays)
 
 
-def _tables(theta, arrays, stats, layout, with_hess=True, expected=False):
+def _tables(theta, arrays, stats, layout, with_hess=True, expected=False, by_column=False):
     """The per-parameter sums of one batch of cells: (Σℓ, by (a, k), by (b, k), by k, by (a, b)).
 
     Every record touches two candidate slots (s_a, s_b) and judge k's slots, and its
@@ -89,6 +89,9 @@ def _tables(theta, arrays, stats, layout, with_hess=True, expected=False):
     of these small C·K tables), the judge statistics by k, ∂²/∂d² by (a, b): with one cell
     per record every extra pass over the records (a concatenation, a transpose, a separate
     sum) cost as much as a segment sum. ``expected``: at the model's expected statistics.
+    ``by_column``: one segment sum per statistic instead of one over their stack (the chunks
+    of :func:`_chunked_tables`: a fit at 10⁶–3·10⁶ records 8 % faster, equal to rounding);
+    one pass keeps the stack, so fits of up to CHUNK cells keep their bits.
     """
     c, k_n = layout.n_cand, layout.n_judge
     a, b, k = arrays.a, arrays.b, arrays.k
@@ -96,14 +99,20 @@ def _tables(theta, arrays, stats, layout, with_hess=True, expected=False):
     P, Z = _columns(theta, arrays, layout), _rows(arrays.z)
     S = list(local_expected_stats(P, Z, _rows(stats), layout)) if expected else _rows(stats)
     vals, grads, hc = column_derivatives(P, Z, S, layout, with_hess=with_hess)
+
+    def sums(columns, index, n):  # (n, len(columns))
+        if by_column:
+            return jnp.stack([seg(x, index, num_segments=n) for x in columns], axis=1)
+        return seg(jnp.stack(columns, axis=1), index, num_segments=n)
+
     # Candidate statistics: ∂/∂d, then with the Hessian ∂²/∂d², ∂²/∂d∂φ_j. Slot B's are
     # these times ∂d/∂s_b = −1 (∂²/∂d² keeps its sign): the sign is applied to the sums.
-    by_cand = jnp.stack([grads[0]] + ([hc.dd, *hc.dj] if with_hess else []), axis=1)
-    n_cj = by_cand.shape[1]
-    t_a = seg(by_cand, a * k_n + k, num_segments=c * k_n).reshape(c, k_n, n_cj)
-    t_b = seg(by_cand, b * k_n + k, num_segments=c * k_n).reshape(c, k_n, n_cj)
+    by_cand = [grads[0]] + ([hc.dd, *hc.dj] if with_hess else [])
+    n_cj = len(by_cand)
+    t_a = sums(by_cand, a * k_n + k, c * k_n).reshape(c, k_n, n_cj)
+    t_b = sums(by_cand, b * k_n + k, c * k_n).reshape(c, k_n, n_cj)
     by_judge = list(grads[2:]) + (list(hc.jj) if with_hess else [])
-    t_k = seg(jnp.stack(by_judge, axis=1), k, num_segments=k_n) if by_judge else jnp.zeros((k_n, 0), vals.dtype)
+    t_k = sums(by_judge, k, k_n) if by_judge else jnp.zeros((k_n, 0), vals.dtype)
     t_ab = seg(hc.dd, a * c + b, num_segments=c * c).reshape(c, c) if with_hess else None
     return jnp.sum(vals), t_a, t_b, t_k, t_ab
 
@@ -128,7 +137,7 @@ def _chunked_tables(theta, arrays, stats, layout, with_hess=True, expected=False
 
     def body(acc, x):
         a, b, k, z, st = x
-        part = _tables(theta, arrays._replace(a=a, b=b, k=k, z=z), st, layout, with_hess, expected)
+        part = _tables(theta, arrays._replace(a=a, b=b, k=k, z=z), st, layout, with_hess, expected, by_column=True)
         return jax.tree_util.tree_map(jnp.add, acc, part), None
 
     zero = jax.tree_util.tree_map(jnp.zeros_like, jax.eval_shape(
