@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+from concurrent.futures import Future
 import sys
 from pathlib import Path
 
@@ -109,6 +110,29 @@ def test_programs_compiled_ahead_are_the_ones_called_bit_for_bit(program_folder)
     program_cache.forget()
     oj.fit(design, "oscar", seed=1)
     assert not targets_jit._programs
+
+
+def _double(x):
+    return 2.0 * x
+
+
+def _fails_to_trace(x):
+    raise ValueError("cannot trace this")
+
+
+def test_a_prepared_program_that_does_not_fit_the_call_is_not_used(program_folder):
+    twice, broken = program_cache.persistent_jit(_double), program_cache.persistent_jit(_fails_to_trace)
+    with program_cache.compile_ahead():
+        twice.prepare(jax.ShapeDtypeStruct((3,), np.float32))  # other argument types: another program
+        broken.prepare(np.ones(3))                               # the worker's trace fails
+        np.testing.assert_array_equal(twice(np.arange(3.0)), [0.0, 2.0, 4.0])
+        assert np.asarray(twice(np.arange(3.0))).dtype == np.float64
+        with pytest.raises(ValueError, match="cannot trace this"):  # the call's own error, not a hang or None
+            broken(np.ones(3))
+    # Outside the block prepare does nothing.
+    before = dict(twice._programs)
+    twice.prepare(jax.ShapeDtypeStruct((4,), np.float64))
+    assert twice._programs == before and sum(isinstance(p, Future) for p in before.values()) == 1
 
 
 def test_corrupt_or_foreign_files_are_replaced(program_folder):
