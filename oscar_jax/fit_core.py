@@ -143,21 +143,22 @@ def _curvature(hess, mask, eigenvalues: bool):
                         from_spectrum, filled)
 
 
-def _n_identified(info, mask):
+def _n_identified(info, mask, certify: bool = True):
     """Eigenvalues of R̂ᵀŴR̂ above max(1e-12, 1e-10·largest) (B.3(2)).
 
-    Usually certified without the spectrum (:func:`_certified_above`, every free
-    eigenvalue above the threshold: the count the SVD would give). Otherwise (or when
-    Cholesky fails) the SVD counts them: R̂ᵀŴR̂ is positive semi-definite, so its
-    eigenvalues are its singular values (half the cost of eigvalsh on CPU). Saves one
-    P × P SVD per replicate.
+    The SVD counts them: R̂ᵀŴR̂ is positive semi-definite, so its eigenvalues are its
+    singular values (half the cost of eigvalsh on CPU). ``certify`` (replicates) first
+    tries :func:`_certified_above`: every free eigenvalue above the threshold, the count
+    the SVD would give, shown without it (one P × P SVD saved per replicate). A single fit
+    skips the certificate: the same count, a smaller program to compile.
     """
-    filled, trace = _filled_free_block(info, mask)
-
     def counted(m):
         eigs = jnp.linalg.svd(m, compute_uv=False)
         return jnp.sum(_above(eigs, jnp.max(eigs), IDENTIFIED_REL))
 
+    if not certify:
+        return counted(info)
+    filled, trace = _filled_free_block(info, mask)
     return jax.lax.cond(_certified_above(filled, trace, IDENTIFIED_REL), lambda m: jnp.round(jnp.sum(mask)).astype(jnp.int64),
                         counted, info)
 
@@ -181,8 +182,10 @@ def fit_core(arrays: DesignArrays, omega, theta_starts, *, layout: Layout, n_clu
         fits by different paths (warm/cold starts, sharded batches) agree to ~1e-10;
         quadratic convergence makes it cost at most one extra Newton step.
     eigenvalues : static; False skips the Hessian's extreme eigenvalues where a Cholesky
-        bound already settles the curvature check (``min_eig``, ``max_eig`` NaN there):
-        replicates of a bootstrap or a sweep, which report the check, not the spectrum.
+        bound already settles the curvature check (``min_eig``, ``max_eig`` NaN there), and
+        the identification count's SVD where the same bound settles it: replicates of a
+        bootstrap or a sweep, which report the checks, not the spectra. True (a single
+        fit) computes both spectra and skips the bounds: the same checks, a smaller program.
     """
     if stats is None:
         stats = cell_stats_from_cluster_weights(arrays, omega, arrays.a.shape[0])
@@ -228,7 +231,7 @@ def fit_core(arrays: DesignArrays, omega, theta_starts, *, layout: Layout, n_clu
     n_free = jnp.sum(mask)
 
     info = expected_information(theta, arrays, stats, layout) * jnp.outer(mask, mask)
-    n_identified = _n_identified(info, mask)
+    n_identified = _n_identified(info, mask, certify=not eigenvalues)
 
     curvature, min_eig, max_eig = _curvature(sol.hess, mask, eigenvalues)
     at_bound = jnp.any(is_v & (mask > 0) & (jnp.abs(theta) >= v_bound - 1e-9))

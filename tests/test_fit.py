@@ -192,7 +192,8 @@ def test_identification_count_is_the_spectrum_count_with_or_without_the_certific
     from oscar_jax.fit_core import _n_identified
 
     rng = np.random.default_rng(0)
-    n_id = jax.jit(_n_identified)
+    n_id = jax.jit(_n_identified)                                           # replicates: certificate first
+    n_id_direct = jax.jit(lambda a, m: _n_identified(a, m, certify=False))  # a single fit: the SVD alone
     for trial in range(120):
         p = int(rng.integers(3, 12))
         q, _ = np.linalg.qr(rng.normal(size=(p, p)))
@@ -206,7 +207,9 @@ def test_identification_count_is_the_spectrum_count_with_or_without_the_certific
         mask[0] = 1.0
         a = (q * eigs) @ q.T * np.outer(mask, mask)
         s = np.linalg.svd(a, compute_uv=False)
-        assert int(n_id(jnp.asarray(a), jnp.asarray(mask))) == int(np.sum(s > max(1e-12, 1e-10 * s.max()))), trial
+        expected = int(np.sum(s > max(1e-12, 1e-10 * s.max())))
+        assert int(n_id(jnp.asarray(a), jnp.asarray(mask))) == expected, trial
+        assert int(n_id_direct(jnp.asarray(a), jnp.asarray(mask))) == expected, trial
 
 
 def test_curvature_check_is_the_spectrum_check_with_or_without_the_certificate():
