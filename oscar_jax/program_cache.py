@@ -187,8 +187,7 @@ class _PersistentJit:
                 else:
                     self._programs[fast] = program
                     return out
-            self._programs.pop(fast, None)
-            program = None
+            program = None  # compile as usual (this replaces the future below)
         if program is None:
             program = self._programs[fast] = self._program(folder, split)
         if program is _FAILED:

@@ -36,14 +36,21 @@ def _exp(x):
     return np.exp(np.clip(x, -745.0, 709.0))
 
 
+def _covariances_call(design: Design, layout: Layout, ridge, theta, mask, hess, info, omega):
+    """(program, args, keywords) of the cluster sandwich: the one call both
+    :attr:`FitResult.cov` and :func:`prepare_report_programs` make."""
+    return (covariances_program(design.n_cells), (theta, mask, hess, info, design.arrays, omega),
+            dict(layout=layout, n_clusters=design.n_clusters, ridge=ridge))
+
+
 def prepare_report_programs(design: Design, layout: Layout, ridge) -> None:
     """Compile ahead (:func:`~oscar_jax.program_cache.compile_ahead`) the programs that
     :class:`FitResult` reports with on a fit of this shape: covariances, targets and their
     delta-method SEs, with the argument types :attr:`FitResult.cov` and the rest pass."""
     vec, mat = (jax.ShapeDtypeStruct(shape, np.float64) for shape in ((layout.n_theta,), (layout.n_theta,) * 2))
     omega = jax.ShapeDtypeStruct((design.n_clusters,), np.float64)
-    covariances_program(design.n_cells).prepare(vec, vec, mat, mat, design.arrays, omega, layout=layout,
-                                                n_clusters=design.n_clusters, ridge=ridge)
+    program, args, kw = _covariances_call(design, layout, ridge, vec, vec, mat, mat, omega)
+    program.prepare(*args, **kw)
     target_se.prepare(vec, mat, layout)
     targets_jit.prepare(vec, layout)
 
@@ -78,12 +85,11 @@ class FitResult:
         if not bool(self.core.curvature_ok):
             return None
         c = self.core
-        omega = np.ones(self.design.n_clusters)
         # Host arrays go to the jitted function as they are (jnp.asarray would compile a copy
         # program per shape in every new process).
-        cov = covariances_program(self.design.n_cells)(c.theta, c.mask, c.hess, c.info, self.design.arrays, omega,
-                                                       layout=self.layout, n_clusters=self.design.n_clusters,
-                                                       ridge=self.effective_spec.ridge)
+        program, args, kw = _covariances_call(self.design, self.layout, self.effective_spec.ridge, c.theta, c.mask,
+                                              c.hess, c.info, np.ones(self.design.n_clusters))
+        cov = program(*args, **kw)
         return jax.tree_util.tree_map(np.asarray, cov)
 
     def __repr__(self) -> str:
