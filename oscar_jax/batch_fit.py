@@ -23,7 +23,7 @@ import jax
 import numpy as np
 
 from . import _x64  # noqa: F401
-from .batching import default_vmap_width, map_replicates
+from .batching import default_vmap_width, host_workers, map_replicates, run_in_order
 from .fit_core import FitCore, fit_core
 from .design import Design
 from .params import Layout
@@ -332,8 +332,12 @@ def fit_problem_batch(problem: Problem, omega, *, starts=None, mask=None, chunk_
     rows_omega = np.repeat(omega, n_starts, axis=0)
     rows_start = start_arr.reshape(n_rep * n_starts, layout.n_theta)
     n_rows = rows_omega.shape[0]
+    devs = list(jax.devices() if devices is None else devices)
+    workers = host_workers(len(devs))
     if chunk_size is None:
-        chunk = min(n_rows, auto_chunk_size(design, layout))
+        # Every thread gets chunks (of the memory budget's share), in equal sizes: less padding.
+        chunk = min(n_rows, auto_chunk_size(design, layout, _MEMORY_BUDGET // workers), -(-n_rows // workers))
+        chunk = -(-n_rows // -(-n_rows // chunk))
     else:
         chunk = check_positive_int("chunk_size", chunk_size)
     if vmap_width is None:
@@ -342,7 +346,6 @@ def fit_problem_batch(problem: Problem, omega, *, starts=None, mask=None, chunk_
         vmap_width = check_positive_int("vmap_width", vmap_width)
     kw = dict(layout=layout, n_clusters=design.n_clusters, ridge=eff.ridge, v_bound=eff.v_bound, max_iter=max_iter,
               vmap_width=vmap_width)
-    devs = list(jax.devices() if devices is None else devices)
     if len(devs) > 1:
         mesh = replicate_mesh(devs)
         chunk = padded_size(chunk, mesh)  # every device gets the same number of rows
@@ -351,16 +354,18 @@ def fit_problem_batch(problem: Problem, omega, *, starts=None, mask=None, chunk_
     else:
         def run(om, st, mk=None):
             return batched_fit_core_jit(design.arrays, om, st, mask=mk, **kw)
+    def job(lo):
+        rows = np.arange(lo, min(lo + chunk, n_rows))
+        take = np.concatenate([rows, np.repeat(rows[:1], chunk - rows.size)])  # pad: one compiled shape
+        # host arrays: jnp.asarray would compile copies
+        batched = (rows_omega[take], rows_start[take]) + (() if mask is None else (mask[take],))
+        return [value[: rows.size] for value in to_host(run(*batched))]
+
     parts = []
     with progress(n_rows, desc or f"{eff.name} fits", enabled=show_progress) as bar:
-        for lo in range(0, n_rows, chunk):
-            rows = np.arange(lo, min(lo + chunk, n_rows))
-            take = np.concatenate([rows, np.repeat(rows[:1], chunk - rows.size)])  # pad: one compiled shape
-            # host arrays: jnp.asarray would compile copies
-            batched = (rows_omega[take], rows_start[take]) + (() if mask is None else (mask[take],))
-            out = to_host(run(*batched))
-            parts.append([value[: rows.size] for value in out])
-            bar.update(rows.size)
+        for part in run_in_order((partial(job, lo) for lo in range(0, n_rows, chunk)), workers):
+            parts.append(part)
+            bar.update(part[0].shape[0])
     core = FitCore(*[np.concatenate(field_parts) for field_parts in zip(*parts)])
     core = _select_starts(core, n_rep, n_starts)
     return BatchFit(core=core, omega=omega, spec=problem.spec, effective_spec=eff, layout=layout,

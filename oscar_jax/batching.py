@@ -13,15 +13,27 @@ many iterations as the slowest one (bootstrap replicates on MT-Bench: mean 13, m
 the sequential map is faster and gives bit-for-bit the single-replicate arithmetic. On a
 GPU/TPU the vmapped batch fills the device. :func:`default_vmap_width` picks by backend;
 every batched entry point takes ``vmap_width`` to override it.
+
+A sequential map keeps one core busy (XLA spreads only large operations over cores), so
+on a CPU the chunks of a batch run side by side on host threads (:func:`run_in_order`,
+:func:`host_workers`): XLA:CPU executes concurrent calls of one program concurrently,
+whereas calls dispatched from one thread run one after the other. Each chunk is the same
+program on the same rows, so the results do not depend on the number of threads.
 """
 
 from __future__ import annotations
 
-from typing import Callable
+import os
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable, Iterable, Iterator
 
 import jax
 
-__all__ = ["default_vmap_width", "map_replicates"]
+from .validate import OscarInputError
+
+__all__ = ["default_vmap_width", "host_workers", "map_replicates", "run_in_order"]
+
+WORKERS_ENV = "OSCAR_JAX_WORKERS"  # threads that run chunks side by side (default: the usable cores)
 
 
 def default_vmap_width() -> int | None:
@@ -42,3 +54,49 @@ def map_replicates(fn: Callable, xs, vmap_width: int | None):
     if width < 1:
         raise ValueError(f"vmap_width must be a positive integer or None, got {vmap_width!r}")
     return jax.lax.map(fn, xs, batch_size=width if width > 1 else None)
+
+
+def host_workers(n_devices: int = 1) -> int:
+    """Chunks of a batch run side by side: the usable cores on a CPU process with one device
+    (``$OSCAR_JAX_WORKERS`` overrides), else 1 (devices or processes split the batch).
+    """
+    if n_devices > 1 or jax.default_backend() != "cpu" or jax.process_count() > 1:
+        return 1
+    text = os.environ.get(WORKERS_ENV, "").strip()
+    if text:
+        try:
+            value = int(text)
+        except ValueError:
+            value = 0
+        if value < 1:
+            raise OscarInputError(f"{WORKERS_ENV}={text!r} is not a positive integer; unset it to use every "
+                                  "usable core, or set it to 1 to run chunks one at a time")
+        return value
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def run_in_order(jobs: Iterable[Callable], workers: int) -> Iterator:
+    """Results of the zero-argument ``jobs``, in order, with up to ``workers`` running at once.
+
+    At most ``workers`` results wait in flight, which bounds the memory to that many chunks.
+    Concurrent first calls of one program compile it once (JAX and
+    :mod:`~oscar_jax.program_cache` both wait for the first).
+    """
+    if workers <= 1:
+        for job in jobs:
+            yield job()
+        return
+    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="oscar-chunk")
+    try:
+        pending = []
+        for job in jobs:
+            pending.append(pool.submit(job))
+            if len(pending) >= workers:
+                yield pending.pop(0).result()
+        for fut in pending:
+            yield fut.result()
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)

@@ -136,6 +136,7 @@ class _PersistentJit:
         self._positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
         self._names = {p.name for p in params}
         self._programs: dict = {}
+        self._lock = threading.Lock()
         self.__wrapped__ = fun
         self.__doc__ = fun.__doc__
         self.__name__ = getattr(fun, "__name__", "program")
@@ -189,7 +190,10 @@ class _PersistentJit:
                     return out
             program = None  # compile as usual (this replaces the future below)
         if program is None:
-            program = self._programs[fast] = self._program(folder, split)
+            with self._lock:  # chunks called side by side (batching.run_in_order): load or export once
+                program = self._programs.get(fast)
+                if program is None or isinstance(program, Future):
+                    program = self._programs[fast] = self._program(folder, split)
         if program is _FAILED:
             return self._top(*args, **kwargs)
         return program(dynamic)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import json
+import threading
 
 import jax
 import jax.numpy as jnp
@@ -22,6 +23,7 @@ from oscar_jax.fit_core import fit_core_jit
 from oscar_jax.selection import column_mask
 from oscar_jax.design import build_design, cell_stats_from_cluster_weights
 from oscar_jax.batch_fit import fit_batch
+from oscar_jax.batching import WORKERS_ENV
 from oscar_jax.jsonable import to_json
 from oscar_jax.resample import BootstrapResult, bootstrap
 from oscar_jax.weights import bootstrap_indices, bootstrap_weights, fold_masks, prompt_folds, within_fold_weights
@@ -248,6 +250,33 @@ def test_bootstrap_deterministic_and_seed_dependent(boot, design, full):
     np.testing.assert_array_equal(again.batch.omega, boot.batch.omega)
     other = bootstrap(design, MODEL, replicates=12, seed=1, full=full, chunk_size=CHUNK)
     assert not np.array_equal(other.batch.omega, boot.batch.omega)
+
+
+def test_chunks_side_by_side_on_threads_give_the_same_bits(design, full, monkeypatch):
+    # Three chunks (the last padded) on one thread and on three: every field bit for bit.
+    import oscar_jax.batch_fit as batch_fit
+
+    threads = []
+    real = batch_fit.to_host
+
+    def spy(tree):
+        threads.append(threading.current_thread().name)
+        return real(tree)
+
+    monkeypatch.setattr(batch_fit, "to_host", spy)
+    runs = {}
+    for workers in ("1", "3"):
+        monkeypatch.setenv(WORKERS_ENV, workers)
+        threads.clear()
+        runs[workers] = bootstrap(design, MODEL, replicates=20, seed=0, full=full, chunk_size=CHUNK).batch.core
+        names = set(threads)
+        assert len(threads) == 3
+        if workers == "1":
+            assert names == {threading.current_thread().name}
+        else:
+            assert len(names) >= 2 and all(n.startswith("oscar-chunk") for n in names), names
+    for field, value in runs["1"]._asdict().items():
+        np.testing.assert_array_equal(getattr(runs["3"], field), value, err_msg=field)
 
 
 def test_bootstrap_to_dict_is_json(boot):

@@ -4,8 +4,10 @@ Shapes are kept few and small (N ≤ 2500, ≤ 20 replicates) because every new 
 fresh XLA compilation of the fit; the full study runs in benchmarks/bench_simulation.py.
 """
 
+import importlib
 import json
 import math
+import threading
 from pathlib import Path
 
 import jax
@@ -16,6 +18,7 @@ import pytest
 from scipy.stats import kendalltau, t
 
 import oscar_jax as oj
+from oscar_jax.batching import WORKERS_ENV
 from oscar_jax.cli import main
 from oscar_jax.simulate import TABLE_G1, simulate
 from oscar_jax.sweep import (
@@ -103,6 +106,29 @@ def test_same_seed_is_bit_identical_and_seeds_differ(small):
     pd.testing.assert_frame_equal(small.per_replicate(), again.per_replicate(), check_exact=True)
     other = sweep(**{**SMALL, "seed": 1})
     assert not np.array_equal(_numeric(small.per_replicate()), _numeric(other.per_replicate()))
+
+
+def test_methods_side_by_side_on_threads_give_the_same_bits(small, monkeypatch):
+    # The fixture ran its (setting, method) chunks on the default threads; one thread and
+    # three give the same rows, and three really run them off the calling thread.
+    driver = importlib.import_module("oscar_jax.sweep.driver")  # oscar_jax.sweep is also a function
+
+    threads = []
+    real = driver.to_host
+
+    def spy(tree):
+        threads.append(threading.current_thread().name)
+        return real(tree)
+
+    monkeypatch.setattr(driver, "to_host", spy)
+    for workers in ("1", "3"):
+        monkeypatch.setenv(WORKERS_ENV, workers)
+        threads.clear()
+        again = sweep(**SMALL).per_replicate()
+        pd.testing.assert_frame_equal(small.per_replicate(), again, check_exact=True)
+        assert len(threads) == 4  # 2 settings × 2 methods, one chunk each
+        on_caller = [name == threading.current_thread().name for name in threads]
+        assert all(on_caller) if workers == "1" else not any(on_caller)
 
 
 def test_adding_replicates_keeps_earlier_ones(small):

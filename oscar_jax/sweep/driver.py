@@ -4,6 +4,7 @@ collect one row per replicate into a :class:`~oscar_jax.sweep.SweepResult`."""
 from __future__ import annotations
 
 import time
+from functools import partial
 from typing import Sequence
 
 import jax
@@ -12,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from .. import _x64  # noqa: F401
-from ..batching import default_vmap_width
+from ..batching import default_vmap_width, host_workers, run_in_order
 from ..progress import progress
 from ..sharding import place_for_mesh, replicate_mesh, to_host
 from ..simulate import TABLE_G1, SimParams, truth_of
@@ -28,6 +29,13 @@ __all__ = ["DEFAULT_RECORD_BUDGET", "sweep"]
 # OSCAR fit in flight (per-record local Hessians, scatter buffers); 250k records keep a
 # chunk below ~1 GB on a machine shared by several jobs.
 DEFAULT_RECORD_BUDGET = 250_000
+
+
+def _run_chunk(name, ci, ev, data, shared):
+    """One method on one chunk of simulated datasets: (method, chunk, per-replicate rows, seconds)."""
+    t0 = time.perf_counter()
+    out = to_host(ev(data, *shared))
+    return name, ci, out, time.perf_counter() - t0
 
 
 def _validate(settings, reps, params, pad_ratio):
@@ -152,6 +160,7 @@ def sweep(ns: Sequence[int] = DEFAULT_NS, reps: int = 100, methods: Sequence = D
         def place(tree, batched):
             return tree
 
+    workers = host_workers(jax.device_count())
     frames, timings = [], []
     builder = Builder(programs, ahead=compile_ahead)
     try:
@@ -163,22 +172,26 @@ def sweep(ns: Sequence[int] = DEFAULT_NS, reps: int = 100, methods: Sequence = D
                 sim_wait = time.perf_counter() - t0
                 chunks = {spec.name: [] for spec in todo}
                 clock = {spec.name: {"wait_s": 0.0, "compile_s": 0.0, "run_s": 0.0} for spec in todo}
-                for ci in range(n_chunks):
-                    data = sim(place(replicate_keys(seed, s.n, ci * size, (ci + 1) * size), True),
-                               place((jnp.float64(s.c), jnp.float64(s.rho)), False))
-                    for spec in todo:
-                        t1 = time.perf_counter()
-                        ev, compile_s = builder.get(fits[spec.name])
-                        t2 = time.perf_counter()
-                        shared = (omega, truth.s, truth.kappa, truth.q, jnp.float64(spec.ridge),
-                                  jnp.float64(spec.v_bound), jnp.float64(gtol))
-                        out = to_host(ev(data, *place(shared, False)))
-                        t3 = time.perf_counter()
-                        clock[spec.name]["wait_s"] += t2 - t1
-                        clock[spec.name]["compile_s"] += compile_s
-                        clock[spec.name]["run_s"] += t3 - t2
-                        chunks[spec.name].append(out)
-                        bar.update(min(size, reps - ci * size))
+
+                def jobs():
+                    # Generated on this thread as the workers need them: programs come from the
+                    # builder in order, while earlier chunks run.
+                    for ci in range(n_chunks):
+                        data = sim(place(replicate_keys(seed, s.n, ci * size, (ci + 1) * size), True),
+                                   place((jnp.float64(s.c), jnp.float64(s.rho)), False))
+                        for spec in todo:
+                            t1 = time.perf_counter()
+                            ev, compile_s = builder.get(fits[spec.name])
+                            clock[spec.name]["wait_s"] += time.perf_counter() - t1
+                            clock[spec.name]["compile_s"] += compile_s
+                            shared = (omega, truth.s, truth.kappa, truth.q, jnp.float64(spec.ridge),
+                                      jnp.float64(spec.v_bound), jnp.float64(gtol))
+                            yield partial(_run_chunk, spec.name, ci, ev, data, place(shared, False))
+
+                for name, ci, out, seconds in run_in_order(jobs(), workers):
+                    clock[name]["run_s"] += seconds
+                    chunks[name].append(out)
+                    bar.update(min(size, reps - ci * size))
                 for spec in todo:
                     out = jax.tree_util.tree_map(lambda *xs: np.concatenate(xs)[:reps], *chunks[spec.name])
                     frame = pd.DataFrame({f: np.asarray(getattr(out, f)) for f in ReplicateMetrics._fields})
