@@ -31,11 +31,11 @@ __all__ = ["DEFAULT_RECORD_BUDGET", "sweep"]
 DEFAULT_RECORD_BUDGET = 250_000
 
 
-def _run_chunk(name, ci, ev, data, shared):
-    """One method on one chunk of simulated datasets: (method, chunk, per-replicate rows, seconds)."""
+def _run_chunk(key, n_kept, ev, data, shared):
+    """One method on one chunk of simulated datasets: (key, replicates kept, per-replicate rows, seconds)."""
     t0 = time.perf_counter()
     out = to_host(ev(data, *shared))
-    return name, ci, out, time.perf_counter() - t0
+    return key, n_kept, out, time.perf_counter() - t0
 
 
 def _validate(settings, reps, params, pad_ratio):
@@ -161,51 +161,54 @@ def sweep(ns: Sequence[int] = DEFAULT_NS, reps: int = 100, methods: Sequence = D
             return tree
 
     workers = host_workers(jax.device_count())
-    frames, timings = [], []
+    # (setting index, method) → chunk outputs, seconds; simulate seconds per setting
+    chunks = {(i, spec.name): [] for i, item in enumerate(plan) for spec in item[6]}
+    clock = {key: {"wait_s": 0.0, "compile_s": 0.0, "run_s": 0.0} for key in chunks}
+    sim_clock = {}
+
+    def jobs(builder):
+        # One stream over every setting, generated on this thread as the workers need it:
+        # programs come from the builder in order while earlier chunks run, and no setting
+        # waits for the previous one's slowest method.
+        for i, (s, g, g_pad, size, n_chunks, sim_prog, todo, fits) in enumerate(plan):
+            omega = (jnp.arange(g_pad) < g).astype(jnp.float64)
+            t0 = time.perf_counter()
+            sim, sim_compile = builder.get(sim_prog)
+            sim_clock[i] = {"simulate_compile_s": sim_compile, "simulate_wait_s": time.perf_counter() - t0}
+            for ci in range(n_chunks):
+                data = sim(place(replicate_keys(seed, s.n, ci * size, (ci + 1) * size), True),
+                           place((jnp.float64(s.c), jnp.float64(s.rho)), False))
+                for spec in todo:
+                    t1 = time.perf_counter()
+                    ev, compile_s = builder.get(fits[spec.name])
+                    clock[i, spec.name]["wait_s"] += time.perf_counter() - t1
+                    clock[i, spec.name]["compile_s"] += compile_s
+                    shared = (omega, truth.s, truth.kappa, truth.q, jnp.float64(spec.ridge),
+                              jnp.float64(spec.v_bound), jnp.float64(gtol))
+                    yield partial(_run_chunk, (i, spec.name), min(size, reps - ci * size), ev, data,
+                                  place(shared, False))
+
     builder = Builder(programs, ahead=compile_ahead)
     try:
         with progress(total, desc="simulate", enabled=show_progress) as bar:
-            for s, g, g_pad, size, n_chunks, sim_prog, todo, fits in plan:
-                omega = (jnp.arange(g_pad) < g).astype(jnp.float64)
-                t0 = time.perf_counter()
-                sim, sim_compile = builder.get(sim_prog)
-                sim_wait = time.perf_counter() - t0
-                chunks = {spec.name: [] for spec in todo}
-                clock = {spec.name: {"wait_s": 0.0, "compile_s": 0.0, "run_s": 0.0} for spec in todo}
-
-                def jobs():
-                    # Generated on this thread as the workers need them: programs come from the
-                    # builder in order, while earlier chunks run.
-                    for ci in range(n_chunks):
-                        data = sim(place(replicate_keys(seed, s.n, ci * size, (ci + 1) * size), True),
-                                   place((jnp.float64(s.c), jnp.float64(s.rho)), False))
-                        for spec in todo:
-                            t1 = time.perf_counter()
-                            ev, compile_s = builder.get(fits[spec.name])
-                            clock[spec.name]["wait_s"] += time.perf_counter() - t1
-                            clock[spec.name]["compile_s"] += compile_s
-                            shared = (omega, truth.s, truth.kappa, truth.q, jnp.float64(spec.ridge),
-                                      jnp.float64(spec.v_bound), jnp.float64(gtol))
-                            yield partial(_run_chunk, spec.name, ci, ev, data, place(shared, False))
-
-                for name, ci, out, seconds in run_in_order(jobs(), workers):
-                    clock[name]["run_s"] += seconds
-                    chunks[name].append(out)
-                    bar.update(min(size, reps - ci * size))
-                for spec in todo:
-                    out = jax.tree_util.tree_map(lambda *xs: np.concatenate(xs)[:reps], *chunks[spec.name])
-                    frame = pd.DataFrame({f: np.asarray(getattr(out, f)) for f in ReplicateMetrics._fields})
-                    frame.insert(0, "rep", np.arange(reps))
-                    for pos, (col, val) in enumerate((("n", s.n), ("c", s.c), ("rho", s.rho),
-                                                      ("method", spec.name))):
-                        frame.insert(pos, col, val)
-                    frames.append(frame)
-                    timings.append({"n": s.n, "c": s.c, "rho": s.rho, "method": spec.name, "fits": reps,
-                                    "fitted_as_n": k * g_pad, "chunk": size, "chunks": n_chunks,
-                                    **clock[spec.name], "simulate_compile_s": sim_compile,
-                                    "simulate_wait_s": sim_wait})
+            for key, n_done, out, seconds in run_in_order(jobs(builder), workers):
+                clock[key]["run_s"] += seconds
+                chunks[key].append(out)
+                bar.update(n_done)
     finally:
         builder.close()
+    frames, timings = [], []
+    for i, (s, g, g_pad, size, n_chunks, sim_prog, todo, fits) in enumerate(plan):
+        for spec in todo:
+            out = jax.tree_util.tree_map(lambda *xs: np.concatenate(xs)[:reps], *chunks[i, spec.name])
+            frame = pd.DataFrame({f: np.asarray(getattr(out, f)) for f in ReplicateMetrics._fields})
+            frame.insert(0, "rep", np.arange(reps))
+            for pos, (col, val) in enumerate((("n", s.n), ("c", s.c), ("rho", s.rho), ("method", spec.name))):
+                frame.insert(pos, col, val)
+            frames.append(frame)
+            timings.append({"n": s.n, "c": s.c, "rho": s.rho, "method": spec.name, "fits": reps,
+                            "fitted_as_n": k * g_pad, "chunk": size, "chunks": n_chunks,
+                            **clock[i, spec.name], **sim_clock[i]})
     replicates = pd.concat(frames, ignore_index=True)
     for col in ("ok",) + CHECKS + ("converged",):
         replicates[col] = replicates[col].astype(bool)
