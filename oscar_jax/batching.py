@@ -31,7 +31,7 @@ import jax
 
 from .validate import OscarInputError
 
-__all__ = ["default_vmap_width", "host_workers", "map_replicates", "run_in_order"]
+__all__ = ["default_vmap_width", "host_workers", "map_replicates", "run_in_order", "workers_setting"]
 
 WORKERS_ENV = "OSCAR_JAX_WORKERS"  # threads that run chunks side by side (default: the usable cores)
 
@@ -56,22 +56,30 @@ def map_replicates(fn: Callable, xs, vmap_width: int | None):
     return jax.lax.map(fn, xs, batch_size=width if width > 1 else None)
 
 
+def workers_setting() -> int | None:
+    """``$OSCAR_JAX_WORKERS`` as a positive integer, None when unset (checked before any work)."""
+    text = os.environ.get(WORKERS_ENV, "").strip()
+    if not text:
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise OscarInputError(f"{WORKERS_ENV}={text!r} is not a positive integer; unset it to use every "
+                              "usable core, or set it to 1 to run chunks one at a time")
+    return value
+
+
 def host_workers(n_devices: int = 1) -> int:
     """Chunks of a batch run side by side: the usable cores on a CPU process with one device
     (``$OSCAR_JAX_WORKERS`` overrides), else 1 (devices or processes split the batch).
     """
     if n_devices > 1 or jax.default_backend() != "cpu" or jax.process_count() > 1:
         return 1
-    text = os.environ.get(WORKERS_ENV, "").strip()
-    if text:
-        try:
-            value = int(text)
-        except ValueError:
-            value = 0
-        if value < 1:
-            raise OscarInputError(f"{WORKERS_ENV}={text!r} is not a positive integer; unset it to use every "
-                                  "usable core, or set it to 1 to run chunks one at a time")
-        return value
+    setting = workers_setting()
+    if setting is not None:
+        return setting
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # not Linux

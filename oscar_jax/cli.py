@@ -72,8 +72,11 @@ def main(argv=None) -> int:
 
     warnings.filterwarnings("ignore", category=OscarNoteWarning)  # the commands print the notes themselves
     try:
-        # Output folders are checked before anything is computed (oscar_jax.outputs).
+        # Output folders and settings are checked before anything is computed.
+        from .batching import workers_setting
         from .outputs import check_output_dir
+
+        workers_setting()
 
         for attr, option in (("out", "--out"), ("plots", "--plots")):
             if getattr(args, attr, None):

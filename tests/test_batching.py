@@ -74,3 +74,13 @@ def test_worker_count_from_the_environment(monkeypatch):
         monkeypatch.setenv(WORKERS_ENV, bad)
         with pytest.raises(OscarInputError, match=f"{WORKERS_ENV}='{bad}' is not a positive integer"):
             host_workers()
+
+
+def test_the_command_line_rejects_a_bad_worker_count_before_any_work(monkeypatch, capsys):
+    # The file does not exist either: the setting is reported first, before anything is read.
+    from oscar_jax import cli
+
+    monkeypatch.setenv(WORKERS_ENV, "all")
+    assert cli.main(["bootstrap", "no_such_file.csv", "--replicates", "10"]) == 2
+    err = capsys.readouterr().err
+    assert f"oscar bootstrap: error: {WORKERS_ENV}='all' is not a positive integer" in err
