@@ -252,7 +252,8 @@ def main(argv=None) -> int:
         f"Speed-up of the whole study: {base_wall / wall:.1f}× in wall time, {base_cpu / cpu:.1f}× in CPU time "
         "(the sweep also computes both sandwiches, intervals and metrics; the baseline only fits).",
         "",
-        "Per method (run = execution after compilation):",
+        "Per method (run = execution after compilation, summed over its chunk calls, which ran side by side "
+        "on host threads: the runs overlap, so they add up to more than the wall time):",
         "",
         markdown_table(per_method, ["method", "fits", "compile_s", "run_s", "fits_per_s"], ["", "d", ".1f", ".1f", ".1f"]),
         "",

@@ -282,9 +282,10 @@ def fit_batch(design: Design, model: str | ModelSpec, omega, *, starts=None, mas
         Optional (P,) or (B, P) fixed-coordinate masks; default: B.2 column selection
         redone on each replicate's weighted data.
     chunk_size
-        Rows per compiled call (memory bound; default from :func:`auto_chunk_size`). The
-        last chunk is padded to the same shape with copies of its first row, so a run
-        compiles once per chunk size.
+        Rows per compiled call (memory bound; default from :func:`auto_chunk_size`, its
+        budget shared by the threads that run chunks side by side on a CPU, with equal
+        chunks). The last chunk is padded to the same shape with copies of its first row,
+        so a run compiles once per chunk size. The estimates do not depend on it.
     show_progress
         Progress bar over chunks (default: only on a TTY; see :mod:`oscar_jax.progress`).
     devices
@@ -354,6 +355,7 @@ def fit_problem_batch(problem: Problem, omega, *, starts=None, mask=None, chunk_
     else:
         def run(om, st, mk=None):
             return batched_fit_core_jit(design.arrays, om, st, mask=mk, **kw)
+
     def job(lo):
         rows = np.arange(lo, min(lo + chunk, n_rows))
         take = np.concatenate([rows, np.repeat(rows[:1], chunk - rows.size)])  # pad: one compiled shape

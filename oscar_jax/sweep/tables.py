@@ -58,7 +58,9 @@ class SweepResult:
 
     ``replicates`` has one row per (setting, method, replicate): n, c, rho, method, rep,
     the metrics of :data:`METRICS`, ``ok`` and one flag per B.3 check, solver statistics.
-    ``timings`` has one row per (setting, method): compile and run seconds.
+    ``timings`` has one row per (setting, method): compile and run seconds (``run_s``: the
+    seconds of its chunk calls, which overlap other methods' calls where chunks run side by
+    side on host threads, :mod:`oscar_jax.batching`).
     """
 
     replicates: pd.DataFrame
