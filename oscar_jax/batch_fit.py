@@ -36,8 +36,8 @@ from .spec import ModelSpec
 from .starts import seeded_starts
 from .validate import OscarInputError, check_positive_int
 
-__all__ = ["BatchFit", "REPLICATE_CHECKS", "auto_chunk_size", "batched_fit_core", "batched_fit_core_jit", "fit_batch",
-           "fit_problem_batch"]
+__all__ = ["BatchFit", "REPLICATE_CHECKS", "auto_chunk_size", "batched_fit_core", "batched_fit_core_jit",
+           "default_chunk", "fit_batch", "fit_problem_batch"]
 
 # B.3 checks that decide whether a replicate's *point estimate* is usable. The sixth
 # check, G > dim θ, guards the cluster sandwich (a G-term variance estimate of a dim-θ
@@ -237,6 +237,14 @@ def auto_chunk_size(design: Design, layout: Layout, budget_bytes: int = _MEMORY_
     return int(max(1, min(_MAX_CHUNK, budget_bytes // max(per, 1))))
 
 
+def default_chunk(design: Design, layout: Layout, n_rows: int, workers: int) -> int:
+    """Rows per compiled call of a batch of ``n_rows`` run by ``workers`` threads side by side:
+    each thread's share of the memory budget, at least one chunk per thread, equal chunks
+    (less padding)."""
+    chunk = min(n_rows, auto_chunk_size(design, layout, _MEMORY_BUDGET // workers), -(-n_rows // workers))
+    return -(-n_rows // -(-n_rows // chunk))
+
+
 def _select_starts(core: FitCore, n_rep: int, n_starts: int) -> FitCore:
     """Keep one row per replicate among its starts: converged first, then smallest objective
     (the rule ``fit_core`` applies to its own starts)."""
@@ -336,9 +344,7 @@ def fit_problem_batch(problem: Problem, omega, *, starts=None, mask=None, chunk_
     devs = list(jax.devices() if devices is None else devices)
     workers = host_workers(len(devs))
     if chunk_size is None:
-        # Every thread gets chunks (of the memory budget's share), in equal sizes: less padding.
-        chunk = min(n_rows, auto_chunk_size(design, layout, _MEMORY_BUDGET // workers), -(-n_rows // workers))
-        chunk = -(-n_rows // -(-n_rows // chunk))
+        chunk = default_chunk(design, layout, n_rows, workers)
     else:
         chunk = check_positive_int("chunk_size", chunk_size)
     if vmap_width is None:

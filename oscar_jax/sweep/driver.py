@@ -198,7 +198,7 @@ def sweep(ns: Sequence[int] = DEFAULT_NS, reps: int = 100, methods: Sequence = D
     finally:
         builder.close()
     frames, timings = [], []
-    for i, (s, g, g_pad, size, n_chunks, sim_prog, todo, fits) in enumerate(plan):
+    for i, (s, _, g_pad, size, n_chunks, _, todo, _) in enumerate(plan):
         for spec in todo:
             out = jax.tree_util.tree_map(lambda *xs: np.concatenate(xs)[:reps], *chunks[i, spec.name])
             frame = pd.DataFrame({f: np.asarray(getattr(out, f)) for f in ReplicateMetrics._fields})
