@@ -47,3 +47,18 @@ def model_layout(design, model: str = "oscar"):
 
     spec, _ = design.effective_spec(oj.parse_model(model))
     return design.layout(spec), spec
+
+
+def record_threads(monkeypatch, module) -> list:
+    """Names of the threads that call ``module.to_host`` from now on (chunks of a batch)."""
+    import threading
+
+    names = []
+    real = module.to_host
+
+    def spy(tree):
+        names.append(threading.current_thread().name)
+        return real(tree)
+
+    monkeypatch.setattr(module, "to_host", spy)
+    return names

@@ -30,6 +30,8 @@ from oscar_jax.weights import bootstrap_indices, bootstrap_weights, fold_masks, 
 from oscar_jax.simulate import TABLE_G1, simulate_frame
 from oscar_jax.validate import OscarInputError
 
+from helpers import record_threads
+
 N_PROMPTS = 120
 MODEL = "oscar"
 CHUNK = 8  # one chunk size everywhere: one compile of the batched core
@@ -256,14 +258,7 @@ def test_chunks_side_by_side_on_threads_give_the_same_bits(design, full, monkeyp
     # Three chunks (the last padded) on one thread and on three: every field bit for bit.
     import oscar_jax.batch_fit as batch_fit
 
-    threads = []
-    real = batch_fit.to_host
-
-    def spy(tree):
-        threads.append(threading.current_thread().name)
-        return real(tree)
-
-    monkeypatch.setattr(batch_fit, "to_host", spy)
+    threads = record_threads(monkeypatch, batch_fit)
     runs = {}
     for workers in ("1", "3"):
         monkeypatch.setenv(WORKERS_ENV, workers)

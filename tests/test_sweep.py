@@ -35,7 +35,7 @@ from oscar_jax.sweep import programs
 from oscar_jax.sweep.programs import padded_prompts, simulate_batch
 from oscar_jax.validate import OscarInputError
 
-from helpers import n_memory_mappings
+from helpers import n_memory_mappings, record_threads
 
 # Float sums over arrays of different length (padding) may reorder additions: estimates
 # then agree to rounding, far inside this bound, not bit for bit.
@@ -112,15 +112,7 @@ def test_methods_side_by_side_on_threads_give_the_same_bits(small, monkeypatch):
     # The fixture ran its (setting, method) chunks on the default threads; one thread and
     # three give the same rows, and three really run them off the calling thread.
     driver = importlib.import_module("oscar_jax.sweep.driver")  # oscar_jax.sweep is also a function
-
-    threads = []
-    real = driver.to_host
-
-    def spy(tree):
-        threads.append(threading.current_thread().name)
-        return real(tree)
-
-    monkeypatch.setattr(driver, "to_host", spy)
+    threads = record_threads(monkeypatch, driver)
     for workers in ("1", "3"):
         monkeypatch.setenv(WORKERS_ENV, workers)
         threads.clear()
