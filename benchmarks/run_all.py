@@ -132,7 +132,7 @@ def collect_fit(result, out: Outcome, quick: bool):
 
 def collect_bootstrap(text: str, out: Outcome, quick: bool):
     rows = {}
-    for label in ("a", "a2", "b", "c"):
+    for label in ("a", "a1", "a2", "b", "c"):
         m = re.search(rf"^\| \({label}\) ([^|]*)\| ([^|]*)\| ([\d.]+) \|", text, re.M)
         if m:
             rows[label] = (m.group(1).strip(), m.group(2).strip(), float(m.group(3)))
@@ -142,7 +142,8 @@ def collect_bootstrap(text: str, out: Outcome, quick: bool):
     a_name, _, a_s = rows["a"]
     agree = _find(r"^(Agreement: .*)$", text, cast=str) or ""
     failed = _find(r"^(Replicates failing .*?)\(", text, cast=str) or ""
-    for key, alt in (("a2", "the same compiled chunks fully vmapped"), ("b", "Python loop over `core.fit_core_jit`"),
+    for key, alt in (("a1", "the same chunks one at a time on one thread"),
+                     ("a2", "the same compiled chunks fully vmapped"), ("b", "Python loop over `core.fit_core_jit`"),
                      ("c", "Python loop over scipy L-BFGS-B")):
         if key in rows:
             out.rows.append(Row("bootstrap", f"{reps} replicates, {a_name}", a_s,

@@ -112,11 +112,12 @@ def test_bench_bootstrap_speed_on_simulated_data(tmp_path):
                           "--chunk-size", "3", "--loop-subset", "3", "--scipy-subset", "2", "--repeats", "1",
                           "--output", str(out)])
     text = out.read_text(encoding="utf-8")
-    for row in ("| (a) ", "| (a2) ", "| (b) ", "| (c) "):
+    for row in ("| (a) ", "| (a1) ", "| (a2) ", "| (b) ", "| (c) "):
         assert row in text
+    assert "max |θ_a − θ_a1| = 0.0e+00" in text  # the threads change no bit
     parsed = run_all.Outcome("bootstrap", "ok")
     run_all.collect_bootstrap(text, parsed, True)
-    assert len(parsed.rows) == 3
+    assert len(parsed.rows) == 4
 
 
 def test_bench_simulation_quick(tmp_path):
