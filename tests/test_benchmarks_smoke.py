@@ -70,8 +70,8 @@ def test_collectors_parse_the_other_benchmarks_tables():
         out = run_all.Outcome("bootstrap", "ok")
         text = boot.read_text(encoding="utf-8")
         run_all.collect_bootstrap(text, out, False)
-        # one comparison row per alternative the table has: (a2), (b), (c) against (a)
-        alternatives = sum(f"| ({k}) " in text for k in ("a2", "b", "c"))
+        # one comparison row per alternative the table has: (a1), (a2), (b), (c) against (a)
+        alternatives = sum(f"| ({k}) " in text for k in ("a1", "a2", "b", "c"))
         assert alternatives >= 2 and len(out.rows) == alternatives and out.goals
     sim = "\n".join([
         "Study: N ∈ [250] × 3 replicates × 1 methods (c = 1, ρ = 0.6), plus: **12 fits**, each with ...",
