@@ -23,7 +23,8 @@ from .program_cache import RUN_ONCE, persistent_jit, register_pytree_names
 # What a model-based (or independence-assuming posterior) interval must say of itself.
 INDEPENDENCE_NOTE = "assumes independent records; too narrow under prompt dependence"
 
-__all__ = ["Covariances", "covariances", "covariances_jit", "covariances_program", "delta_se", "field_probability", "target_se", "targets", "targets_batch_jit", "Targets"]
+__all__ = ["Covariances", "covariances", "covariances_jit", "covariances_program", "delta_se", "field_probability",
+           "target_se", "targets", "targets_batch_jit", "Targets"]
 
 
 class Covariances(NamedTuple):
@@ -132,6 +133,8 @@ def covariances_program(n_cells: int):
     optimised, 6.8 not) and the optimisations cost 0.1 s of compilation; at 10⁶ records
     they pay (0.16 s against 0.21 s)."""
     return _covariances_run_once if n_cells < 100_000 else covariances_jit
+
+
 target_se = persistent_jit(_target_se, static_argnames=("layout",), compiler_options=RUN_ONCE)
 target_se.__doc__ = "Delta-method standard errors of every field of :func:`targets` (jitted)."
 targets_jit = persistent_jit(targets, static_argnames=("layout",), compiler_options=RUN_ONCE)
