@@ -159,3 +159,26 @@ def test_bench_processes_agreement_metric():
     assert max_abs_difference(a, a) == 0.0
     assert max_abs_difference(a, a.replace("0.25", "0.2500001")) == pytest.approx(1e-7)
     assert max_abs_difference(a, a.replace('"x": 1.0, ', "")) == float("inf")  # a number went missing
+
+
+def test_floors_study_arithmetic():
+    """The floor tables: 'none' where the terms besides the record passes already exceed the
+    goal, else the time per record and evaluation that would fit; the sweep's floor is CPU ÷ cores."""
+    from benchmarks.studies import floors
+
+    base = dict(dim_theta=128, fit_ms=20.0, evaluations=10, pass_ms=1.0, newton_ms=0.1, spectra_ms=2.0, info_ms=1.0)
+    fits = [dict(base, n=10_000, scipy_ms=30.0),      # goal 3 ms < 10·0.1 + 2 + 1 = 4 ms
+            dict(base, n=100_000, scipy_ms=240.0),    # (24 − 4) ms over 10 passes of 10⁵ records: 20 ns
+            dict(base, n=1_000_000, scipy_ms=float("nan"))]  # (500 − 4) ms over 10 passes of 10⁶: 50 ns
+    run = dict(fit_programs=10, sim_programs=4, workers=2, run_s=0.0)
+    sweep = {"cold": dict(run, wall_s=30.0, cpu_s=52.0), "warm": dict(run, wall_s=6.0, cpu_s=10.0), "scipy_s": 15.0}
+    text = floors.report(fits, sweep, cores=2, load=(0.5, 0.5))
+    rows = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[1:-1]]
+            for line in text.splitlines() if line.startswith("| ") and not line.startswith("| N ")}
+    assert rows["10,000"][-1] == "none" and rows["10,000"][-2] == "3.0"
+    assert rows["100,000"][-1] == "20"
+    assert rows["1,000,000"][-1] == "50" and rows["1,000,000"][-2] == "500.0"
+    assert rows["warm"][3:5] == ["5.0", "3.00×"]           # floor 10 CPU-s ÷ 2 cores; 15 s ÷ 5 s
+    assert rows["cold"][3] == "26.0"
+    # one evaluator per method: warm CPU + 5 × (52 − 10) ÷ 14 programs = 25 CPU-s → 12.5 s
+    assert [r for k, r in rows.items() if k.startswith("cold, one")][0][3] == "12.5"
