@@ -170,7 +170,7 @@ def test_floors_study_arithmetic():
     fits = [dict(base, n=10_000, scipy_ms=30.0),      # goal 3 ms < 10·0.1 + 2 + 1 = 4 ms
             dict(base, n=100_000, scipy_ms=240.0),    # (24 − 4) ms over 10 passes of 10⁵ records: 20 ns
             dict(base, n=1_000_000, scipy_ms=float("nan"))]  # (500 − 4) ms over 10 passes of 10⁶: 50 ns
-    run = dict(fit_programs=10, sim_programs=4, workers=2, run_s=0.0)
+    run = dict(fit_programs=10, sim_programs=4)
     sweep = {"cold": dict(run, wall_s=30.0, cpu_s=52.0), "warm": dict(run, wall_s=6.0, cpu_s=10.0), "scipy_s": 15.0}
     text = floors.report(fits, sweep, cores=2, load=(0.5, 0.5))
     rows = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[1:-1]]
