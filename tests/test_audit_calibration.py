@@ -84,7 +84,11 @@ def test_ttest_across_runs_is_anticonservative_with_item_condition_interaction()
         cov = _row(table, metric, "bootstrap_items", "cond1")["coverage"]
         assert cov >= 0.95 - 3 * np.sqrt(0.95 * 0.05 / N_AUDITS) - 0.01
 
-    # The batched study equals the single-audit function on the same simulated audit.
+    # The batched study equals the single-audit function on the same simulated audit. The
+    # two programs sum in different orders, so they agree to rounding (rtol 1e-12 is ~1e4
+    # ulps of a mean of ≤ 500 terms); the bootstrap p-value counts replicates on each side
+    # of 0 with exact ties counted on both, so rounding cannot move a tie across 0 (with
+    # jax 0.12.1 it did: p 0.538 vs 0.598 before ties were counted this way).
     from oscar_jax.audit.inference import frequentist_tests_jit
     from oscar_jax.audit.simulate import simulate_audit
 
@@ -105,7 +109,10 @@ def test_bayesian_intervals_cover_the_true_effect():
     # MC se of a 95% coverage from 60 intervals is 0.028, of a 5% rate from 30 is 0.040.
     # Kept small for the suite; benchmarks/bench_audit.py runs 100 audits × 60 items × 4
     # runs, with and without the interaction term (figures in docs/audit.md).
-    params = AuditSimParams(effects=(0.0, 0.0, 0.5), interaction_sd=0.0)
+    # An effect of 1.0 (logit) is found with power ~0.95 at these sizes (measured 0.93–1.00
+    # over seeds 21–23); at 0.5 the power is ~0.5, where a "found in most audits" check sits
+    # on a knife edge (it failed at exactly 0.5 with jax 0.12.1).
+    params = AuditSimParams(effects=(0.0, 0.0, 1.0), interaction_sd=0.0)
     res = bayes_calibration(21, 30, 40, 3, params, n_warmup=100, n_draws=100, interaction=False)
     assert res.attrs["divergences"] == 0
     assert res["r_hat"].max() < 1.1
@@ -114,8 +121,14 @@ def test_bayesian_intervals_cover_the_true_effect():
     null = res[res.condition == 1]
     assert null["reject"].mean() <= 0.05 + 3 * np.sqrt(0.05 * 0.95 / 30)
     effect = res[res.condition == 2]
-    assert effect["reject"].mean() > 0.5          # the effect is found in most audits
-    assert abs(effect["estimate"].mean() - 0.5) < 0.1
+    # power ≥ 0.7: with a true power of 0.93 the binomial sd over 30 audits is 0.047, so the
+    # bound sits ~5 sd below what the model delivers, and ~4 sd above a power of 0.5
+    assert effect["reject"].mean() >= 0.7, effect["reject"].mean()
+    # the mean estimate is the truth within 4 Monte Carlo se of a mean of 30 posterior means
+    # (measured z = 2.4, 0.5, 1.8, −0.4 over seeds 21–24: posterior means of a logit effect
+    # sit slightly above the truth at 40 items, ~1 se here)
+    se = effect["estimate"].std(ddof=1) / np.sqrt(len(effect))
+    assert abs(effect["estimate"].mean() - effect["truth"].mean()) < 4 * se, (effect["estimate"].mean(), se)
 
 
 def test_bayesian_logit_model_recovers_probability_effects():

@@ -120,11 +120,13 @@ def test_fit_core_traces_once():
     oj.fit(d1, "j+p")
     oj.fit(d2, "j+p") if d2.n_cells == d1.n_cells and d2.arrays.pair_g.shape == d1.arrays.pair_g.shape else None
     assert fit_core_seeded_jit._cache_size() == before
-    # The fit draws its starts inside its program: the same bits as the standalone draw.
+    # The fit draws its starts inside its program: the standalone draw's starts. The two
+    # programs may round differently (fusion, FMA), so the start objectives agree to
+    # rounding and the estimates to the solver's convergence (|step| ≤ 1e-10 scale).
     core = fit_core_jit(d1.arrays, np.ones(d1.n_clusters), seeded_starts(res.layout, 2, 0), layout=res.layout,
                         n_clusters=d1.n_clusters, stats=d1.arrays.stats)
-    np.testing.assert_array_equal(np.asarray(core.theta), res.theta)
-    np.testing.assert_array_equal(np.asarray(core.start_objectives), np.asarray(res.core.start_objectives))
+    np.testing.assert_allclose(np.asarray(core.start_objectives), np.asarray(res.core.start_objectives), rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(core.theta), res.theta, rtol=0, atol=1e-8)
 
 
 def test_failed_checks_warn_and_are_recorded():

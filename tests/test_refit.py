@@ -182,10 +182,12 @@ def test_fixed_score_refit_recovers_population_values():
     omega = rng.integers(0, 3, size=(2, design.n_clusters)).astype(float)
     batch = fixed_score_refit(design, s[order], beta, omega=omega)
     assert batch.gamma_pos.shape == (2, 3)
+    # A batched program sums in another order than a single call: the two solves agree to
+    # their stopping rule (|∇| ≤ 1e-12·N, so |Δγ| ≲ 1e-12·N / curvature), not bit for bit.
     for b in range(2):
         one = fixed_score_refit(design, s[order], beta, omega=omega[b])
-        np.testing.assert_allclose(batch.gamma_naive[b], one.gamma_naive, rtol=1e-12)
-        np.testing.assert_allclose(batch.gamma_pos[b], one.gamma_pos, rtol=1e-12)
+        np.testing.assert_allclose(batch.gamma_naive[b], one.gamma_naive, rtol=1e-9)
+        np.testing.assert_allclose(batch.gamma_pos[b], one.gamma_pos, rtol=1e-9)
 
 
 def test_fixed_score_refit_bound_at_zero_and_errors():

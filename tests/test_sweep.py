@@ -263,9 +263,11 @@ def test_cli_json_rows_and_outputs(small, tmp_path, capsys):
     assert (tmp_path / "simulation_fig3_c1_rho0.6.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_traced_controls_reproduce_the_constant_generator_bit_for_bit():
+def test_traced_controls_reproduce_the_constant_generator():
     """The sweep's generator takes (c, ρ) as arguments (one program for every setting); its
-    data equal, bit for bit, those of the generator with c, ρ compiled in as constants."""
+    data equal those of the generator with c, ρ compiled in as constants: the draws and
+    verdicts exactly, the continuous covariates to rounding (constants fold at compile
+    time, arguments at run time: another XLA may round them differently)."""
     keys = replicate_keys(0, 50, 0, 3)
     traced = jax.jit(simulate_batch, static_argnames=("n_prompts", "n_prompts_pad", "params"))
     for c, rho in ((0.5, 1.0), (2.0, 0.3)):  # ρ = 1: no record-level noise
@@ -273,7 +275,9 @@ def test_traced_controls_reproduce_the_constant_generator_bit_for_bit():
         params = TABLE_G1.with_controls(c, rho)
         want = jax.jit(jax.vmap(lambda k, params=params: simulate(k, 10, params).arrays))(keys)
         for g, w in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want)):
-            np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+            np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-13, atol=1e-15)
+        for field in ("a", "b", "k", "stats", "pair_cell", "pair_g", "pair_stats"):  # draws and 0/1 verdicts
+            np.testing.assert_array_equal(np.asarray(getattr(got, field)), np.asarray(getattr(want, field)), err_msg=field)
     assert traced._cache_size() == 1
 
 

@@ -198,8 +198,15 @@ def item_bootstrap(key, d, obs, n_boot: int, *, ci_prob: float = 0.95, alternati
         hi = jnp.full_like(hi, jnp.inf)
     elif alternative == "less":
         lo = jnp.full_like(lo, -jnp.inf)
-    n_le = 1.0 + jnp.sum(draws <= 0, axis=0)
-    n_ge = 1.0 + jnp.sum(draws >= 0, axis=0)
+    # A replicate whose resampled items cancel exactly is a tie at 0 in exact arithmetic,
+    # but its computed mean carries a rounding error of either sign, which would decide
+    # its side by the order of a reduction (another XLA, another batch shape). Draws
+    # within the bound of that error (I terms: I·ε·max|d|, times 4) count as ties on both
+    # sides. A true non-zero mean of label differences is at least 1/(R·I), orders of
+    # magnitude above the bound, so no real difference is ever counted as a tie.
+    tie = 4.0 * n_items * jnp.finfo(jnp.float64).eps * jnp.max(jnp.abs(d0), axis=0)
+    n_le = 1.0 + jnp.sum(draws <= tie, axis=0)
+    n_ge = 1.0 + jnp.sum(draws >= -tie, axis=0)
     b1 = n_boot + 1.0
     if alternative == "two-sided":
         p = jnp.minimum(1.0, 2.0 * jnp.minimum(n_le, n_ge) / b1)
