@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.optimize import minimize
 
-from oscar_jax.params import helmert
+from oscar_jax.model.params import helmert
 
 __all__ = ["ScipyFit", "fit_scipy"]
 

@@ -1,7 +1,7 @@
 """Resampling benchmarks and studies (issue 3). One script, one Markdown table per study.
 
 ``speed`` (default): a 500-replicate OSCAR prompt bootstrap on MT-Bench, side by side:
-  (a) the vmapped batch (``oscar_jax.resample.bootstrap``: one compiled call per chunk,
+  (a) the vmapped batch (``oscar_jax.bootstrap.bootstrap``: one compiled call per chunk,
       chunks side by side on host threads), (a1) the same chunks one at a time,
   (b) a Python loop over the package's jitted single-fit core (``core.fit_core_jit``, what
       ``fit()`` calls), same weights and starts,
@@ -47,20 +47,20 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import oscar_jax as oj  # noqa: E402
 from benchmarks.baseline_scipy import ScipyFit  # noqa: E402
-from oscar_jax.fit_core import fit_core_jit  # noqa: E402
-from oscar_jax.data import load_judgments, shared_data_dir  # noqa: E402
-from oscar_jax.design import build_design  # noqa: E402
+from oscar_jax.infer.fit_core import fit_core_jit  # noqa: E402
+from oscar_jax.io.data import load_judgments, shared_data_dir  # noqa: E402
+from oscar_jax.model.design import build_design  # noqa: E402
 from oscar_jax.fit import as_design, start_points  # noqa: E402
-from oscar_jax.sandwich import covariances_jit  # noqa: E402
-from oscar_jax.params import Layout  # noqa: E402
-from oscar_jax.heldout import compare  # noqa: E402
-from oscar_jax.one_step import one_step_starts  # noqa: E402
-from oscar_jax.batch_fit import default_chunk  # noqa: E402
-from oscar_jax.batching import WORKERS_ENV, host_workers  # noqa: E402
-from oscar_jax.resample import batched_fit_core_jit, bootstrap, bootstrap_weights  # noqa: E402
-from oscar_jax.sandwich import delta_se, targets  # noqa: E402
+from oscar_jax.infer.sandwich import covariances_jit  # noqa: E402
+from oscar_jax.model.params import Layout  # noqa: E402
+from oscar_jax.compare import compare  # noqa: E402
+from oscar_jax.infer.one_step import one_step_starts  # noqa: E402
+from oscar_jax.infer.batch_fit import default_chunk  # noqa: E402
+from oscar_jax.runtime.batching import WORKERS_ENV, host_workers  # noqa: E402
+from oscar_jax.bootstrap import batched_fit_core_jit, bootstrap, bootstrap_weights  # noqa: E402
+from oscar_jax.infer.sandwich import delta_se, targets  # noqa: E402
 from oscar_jax.simulate import TABLE_G1, simulate_jit  # noqa: E402
-from oscar_jax.spec import parse_model  # noqa: E402
+from oscar_jax.model.spec import parse_model  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 REFERENCE_JUDGE = "Qwen3-235B-A22B-Instruct-2507"
@@ -209,7 +209,7 @@ def speed(args) -> list[str]:
         f"Data: MT-Bench ({design.n_records:,} records, {design.n_clusters} prompts, {design.n_cells} cells), model "
         f"{eff.name} (fitted terms {', '.join(eff.terms)}; no lengths in these data), dim θ = {layout.n_theta}, "
         f"{b} prompt-bootstrap replicates, seed {args.seed}, every replicate started one Newton step from the "
-        "full-data θ̂ (`oscar_jax.one_step`).",
+        "full-data θ̂ (`oscar_jax.infer.one_step`).",
         f"Machine: {machine()}.",
         "",
         "| method | replicates timed | wall (s), all replicates | CPU (s), all replicates | wall per replicate (ms) "

@@ -2,7 +2,7 @@
 
 Simulated data as in ``bench_scaling.py`` (Appendix G generator, C candidates, K judges, one
 cell per record), built into a design once, fitted, then B prompt-bootstrap replicates
-with ``oscar_jax.resample.bootstrap`` (one-step starts, compiled chunks), and a subset
+with ``oscar_jax.bootstrap.bootstrap`` (one-step starts, compiled chunks), and a subset
 started at θ̂ for comparison. Prints one Markdown block (wall and process CPU seconds).
 
     python benchmarks/bench_bootstrap_scale.py --records 1000000 --replicates 200 --theta-hat 20
@@ -24,8 +24,8 @@ import numpy as np  # noqa: E402
 from benchmarks.bench_bootstrap import timed  # noqa: E402
 from benchmarks.bench_scaling import _peak_mb, machine_line, sim_params  # noqa: E402
 from oscar_jax.fit import as_design, fit  # noqa: E402
-from oscar_jax.resample import bootstrap, fit_problem_batch  # noqa: E402
-from oscar_jax.problem import prepare  # noqa: E402
+from oscar_jax.bootstrap import bootstrap, fit_problem_batch  # noqa: E402
+from oscar_jax.model.problem import prepare  # noqa: E402
 from oscar_jax.simulate import family_map_of, simulate_frame  # noqa: E402
 
 

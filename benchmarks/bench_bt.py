@@ -45,9 +45,9 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 import oscar_jax as oj  # noqa: E402
-from oscar_jax.fit_core import fit_core_jit  # noqa: E402
-from oscar_jax.data import shared_data_dir  # noqa: E402
-from oscar_jax.params import helmert  # noqa: E402
+from oscar_jax.infer.fit_core import fit_core_jit  # noqa: E402
+from oscar_jax.io.data import shared_data_dir  # noqa: E402
+from oscar_jax.model.params import helmert  # noqa: E402
 
 ARENA = "judge_results_10k_chatbot_arena.json"
 RIDGE = 1e-8  # λ → 0, so every method targets the same (unpenalized) maximum likelihood

@@ -42,7 +42,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from oscar_jax.data import shared_data_dir  # noqa: E402
+from oscar_jax.io.data import shared_data_dir  # noqa: E402
 
 DATASETS = {
     "MT-Bench": "judge_results_10k_mtbench.json",

@@ -27,7 +27,7 @@ import numpy as np  # noqa: E402
 
 import oscar_jax as oj  # noqa: E402
 from benchmarks.baseline_scipy import fit_scipy  # noqa: E402
-from oscar_jax.data import shared_data_dir  # noqa: E402
+from oscar_jax.io.data import shared_data_dir  # noqa: E402
 
 DATASETS = {
     "MT-Bench": "judge_results_10k_mtbench.json",

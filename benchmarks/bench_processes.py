@@ -1,6 +1,6 @@
 """One process against `--processes 2` for a 2,000-replicate prompt bootstrap.
 
-Each run is the whole command a user types (`python -m oscar_jax.cli bootstrap … --format
+Each run is the whole command a user types (`python -m oscar_jax.cli.main bootstrap … --format
 json`), timed from start to exit, with the persistent compilation cache off. Agreement is
 the largest absolute difference over every number in the two JSON outputs (0 = the same
 bytes). On one machine the second process cannot add cores that XLA does not already use,
@@ -46,7 +46,7 @@ def max_abs_difference(a: str, b: str) -> float:
 
 def run(args_list, processes: int) -> tuple[str, float]:
     env = dict(os.environ, OSCAR_JAX_CACHE_DIR="off", PYTHONPATH=str(ROOT))
-    cmd = [sys.executable, "-m", "oscar_jax.cli", "bootstrap", *args_list, "--format", "json"]
+    cmd = [sys.executable, "-m", "oscar_jax.cli.main", "bootstrap", *args_list, "--format", "json"]
     if processes > 1:
         cmd += ["--processes", str(processes)]
     t0 = time.perf_counter()
@@ -60,7 +60,7 @@ def main(argv=None):
     parser.add_argument("--data", default=None)
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args(argv)
-    from oscar_jax.data import shared_data_dir
+    from oscar_jax.io.data import shared_data_dir
 
     mt = shared_data_dir() / "xu2026" / "judge_results_10k_mtbench.json"
     if args.data:

@@ -99,10 +99,10 @@ def worker(spec_json: str) -> dict:
     import numpy as np
 
     from oscar_jax.fit import start_points
-    from oscar_jax.sandwich import covariances_jit
-    from oscar_jax.params import Layout
+    from oscar_jax.infer.sandwich import covariances_jit
+    from oscar_jax.model.params import Layout
     from oscar_jax.simulate import simulate_jit
-    from oscar_jax.spec import parse_model
+    from oscar_jax.model.spec import parse_model
 
     c, k, n = job["n_cand"], job["n_judge"], job["n_records"]
     g = n // k
@@ -132,7 +132,7 @@ def worker(spec_json: str) -> dict:
                    n_iter=int(res.nit), peak_mb=_peak_mb())
         return out
 
-    from oscar_jax.fit_core import fit_core_jit
+    from oscar_jax.infer.fit_core import fit_core_jit
 
     starts = start_points(layout, 2, jax.random.PRNGKey(job["seed"] + 1))
     omega = jnp.ones(g)
@@ -182,7 +182,7 @@ def _api_worker(job: dict, out: dict, params) -> dict:
     import numpy as np
 
     import oscar_jax as oj
-    from oscar_jax.problem import prepare
+    from oscar_jax.model.problem import prepare
     from oscar_jax.simulate import family_map_of, simulate_frame
 
     t0 = time.perf_counter()

@@ -33,7 +33,7 @@ if __package__ in (None, ""):  # run as a script: make ``benchmarks`` importable
 
 from benchmarks.baseline_scipy import ScipyFit  # noqa: E402
 from oscar_jax.simulate import TABLE_G1, simulate_jit  # noqa: E402
-from oscar_jax.spec import parse_model  # noqa: E402
+from oscar_jax.model.spec import parse_model  # noqa: E402
 from oscar_jax.sweep import (  # noqa: E402
     DEFAULT_METHODS,
     DEFAULT_NS,
@@ -109,8 +109,8 @@ def profile(out: Path, n: int = 10000, batch: int = 10) -> str:
     import jax.numpy as jnp
 
     from oscar_jax.sweep import programs as sw
-    from oscar_jax.fit_core import fit_core
-    from oscar_jax.sandwich import covariances
+    from oscar_jax.infer.fit_core import fit_core
+    from oscar_jax.infer.sandwich import covariances
     from oscar_jax.simulate import truth_of
 
     g = n // TABLE_G1.n_judge

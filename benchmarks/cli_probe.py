@@ -1,7 +1,7 @@
 """Run one ``oscar`` command in this process and report what JAX did: compilations, traces, time.
 
 ``python benchmarks/cli_probe.py STATS.json fit DATA --format json`` runs
-``oscar_jax.cli.main`` on the arguments after the first, discards the command's stdout,
+``oscar_jax.cli.main.main`` on the arguments after the first, discards the command's stdout,
 and writes to STATS.json: the exit status, the seconds spent importing and running,
 the number of XLA compilations (``backend_compile`` events, whether the program then came
 from the persistent cache or not), persistent-cache hits, traces (``jaxpr_trace``
@@ -43,7 +43,7 @@ def probe(argv: list[str]) -> dict:
     monitoring.register_event_duration_secs_listener(on_duration)
     monitoring.register_event_listener(lambda event, **kw: events.update([event]))
     t_import = time.perf_counter()
-    from oscar_jax.cli import main
+    from oscar_jax.cli.main import main
 
     t_run = time.perf_counter()
     with contextlib.redirect_stdout(io.StringIO()):

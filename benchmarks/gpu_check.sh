@@ -16,7 +16,7 @@ export PYTHONUNBUFFERED=1
 nvidia-smi -L; nproc
 python3 -c "import jax, numpyro, optax; print('jax', jax.__version__, jax.default_backend(), jax.devices())"
 MT=${OSCAR_DATA_DIR:-../shared/data}/xu2026/judge_results_10k_mtbench.json
-OSCAR=(python3 -c "import sys; from oscar_jax.cli import main; sys.exit(main())")
+OSCAR=(python3 -c "import sys; from oscar_jax.cli.main import main; sys.exit(main())")
 
 echo "== 1. MT-Bench bootstrap (500 replicates, vmapped on the GPU)"
 time timeout 120 "${OSCAR[@]}" bootstrap "$MT" --replicates 500 --seed 0 --format json > "$OUT/boot_gpu.json"

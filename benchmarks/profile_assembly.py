@@ -45,13 +45,13 @@ def profile(n: int, c: int = 50, k: int = 20, repeats: int = 5, seed: int = 0) -
     import numpy as np
 
     from benchmarks.bench_scaling import sim_params
-    from oscar_jax.fit_core import fit_core_jit
-    from oscar_jax.derivatives import _columns, value_grad_hess
+    from oscar_jax.infer.fit_core import fit_core_jit
+    from oscar_jax.infer.derivatives import _columns, value_grad_hess
     from oscar_jax.fit import start_points
-    from oscar_jax.model import column_derivatives
-    from oscar_jax.params import Layout
+    from oscar_jax.model.likelihood import column_derivatives
+    from oscar_jax.model.params import Layout
     from oscar_jax.simulate import simulate_jit
-    from oscar_jax.spec import parse_model
+    from oscar_jax.model.spec import parse_model
 
     g = n // k
     spec = parse_model("oscar")

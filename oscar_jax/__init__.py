@@ -4,27 +4,27 @@ Scores candidates, measures each judge's sensitivity and biases (position, lengt
 self-family), and reports prompt-cluster confidence intervals for win probabilities.
 """
 
-from . import _x64  # noqa: F401  (float64 before anything else)
-from . import compile_cache
+from .runtime import x64 as _x64  # noqa: F401  (float64 before anything else)
+from .runtime import compile_cache
 
 compile_cache.enable()  # the Python API and the CLI share one persistent XLA cache
 
-from .data import LoadReport, load_judgments
-from .schemas import load_arena_hard  # (importing schemas registers the ecosystem input conventions)
-from .design import Design, build_design
+from .io.data import LoadReport, load_judgments
+from .io.schemas import load_arena_hard  # (importing schemas registers the ecosystem input conventions)
+from .model.design import Design, build_design
 from .attenuation import FixedScoreRefit, attenuation, attenuation_refit, fixed_score_refit, median_abs_log_discrepancy
-from .families import family_of
+from .io.families import family_of
 from .fit import OscarFitWarning, OscarNoteWarning, fit
-from .heldout import CompareResult, compare
-from .leaderboard import arena_leaderboard, arena_text
-from .batch_fit import BatchFit, fit_batch
-from .resample import BootstrapResult, bootstrap
-from .results import FitResult
+from .compare import CompareResult, compare
+from .report.leaderboard import arena_leaderboard, arena_text
+from .infer.batch_fit import BatchFit, fit_batch
+from .bootstrap import BootstrapResult, bootstrap
+from .results.fit import FitResult
 from .sweep import SweepResult, kendall_tau_b, release_compiled, sweep
 from .simulate import TABLE_G1, SimParams, simulate, simulate_design, simulate_frame
-from .spec import ModelSpec, parse_model
-from .validate import OscarDataWarning, OscarInputError
-from .weights import bootstrap_weights, prompt_folds, within_fold_weights
+from .model.spec import ModelSpec, parse_model
+from .runtime.validate import OscarDataWarning, OscarInputError
+from .infer.weights import bootstrap_weights, prompt_folds, within_fold_weights
 
 __version__ = "0.1.0"
 

@@ -8,7 +8,7 @@ fits κ^N ≈ κ^P (1 − D²), D = tanh(β_pos/2) (Eq. 5).
   and :func:`population_gamma_no_position` are the population calculations of Fig. 1(b).
 * :func:`fixed_score_refit` — Equation (11): with scores (and a position effect) held
   fixed, refit each judge's γ ≥ 0 with and without the position term
-  (:mod:`oscar_jax.gamma_refit`), and put γᴺ/γᴾ next to 1 − D² (Appendix D.3);
+  (:mod:`oscar_jax.infer.gamma_refit`), and put γᴺ/γᴾ next to 1 − D² (Appendix D.3);
   :func:`attenuation_refit` runs the whole calibrate-on-one-split, refit-on-another
   protocol with an optional paired bootstrap.
 """
@@ -22,17 +22,16 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
-from . import _x64  # noqa: F401
-from .design import Design
-from .gamma_refit import REFIT_RIDGE, refit_gamma_batch
-from .links import net_preference, sigmoid
-from .batch_fit import fit_problem_batch
-from .intervals import percentiles
-from .problem import prepare
-from .weights import within_fold_weights
-from .results import FitResult
-from .spec import ModelSpec
-from .validate import OscarInputError, check_ci_prob, check_positive_int
+from .model.design import Design
+from .infer.gamma_refit import REFIT_RIDGE, refit_gamma_batch
+from .model.links import net_preference, sigmoid
+from .infer.batch_fit import fit_problem_batch
+from .results.intervals import percentiles
+from .model.problem import prepare
+from .infer.weights import within_fold_weights
+from .results.fit import FitResult
+from .model.spec import ModelSpec
+from .runtime.validate import OscarInputError, check_ci_prob, check_positive_int
 
 __all__ = [
     "AttenuationResult",

@@ -15,13 +15,12 @@ from functools import lru_cache
 import jax
 import numpy as np
 
-from . import _x64  # noqa: F401
-from .fit_core import fit_core_seeded_jit
-from .problem import Problem, as_design, prepare
-from .results import FitResult, prepare_report_programs
-from .spec import ModelSpec
-from .starts import start_points
-from .validate import check_ci_prob, check_positive_int
+from .infer.fit_core import fit_core_seeded_jit
+from .model.problem import Problem, as_design, prepare
+from .results.fit import FitResult, prepare_report_programs
+from .model.spec import ModelSpec
+from .infer.starts import start_points
+from .runtime.validate import check_ci_prob, check_positive_int
 
 __all__ = ["OscarFitWarning", "OscarNoteWarning", "as_design", "fit", "fit_problem",
            "start_points"]
@@ -63,8 +62,8 @@ def fit(data, model: str | ModelSpec = "oscar", *, reference_judge: str | None =
     Parameters
     ----------
     data
-        A :class:`~oscar_jax.design.Design`, a file path, a DataFrame or a list of
-        records in any supported schema (see :func:`~oscar_jax.data.load_judgments`).
+        A :class:`~oscar_jax.model.design.Design`, a file path, a DataFrame or a list of
+        records in any supported schema (see :func:`~oscar_jax.io.data.load_judgments`).
     model
         ``"j"``, ``"j+p"``, ``"j+l"``, ``"j+f"``, ``"bt+plf"``, ``"davidson+plf"``,
         ``"oscar"`` (default), any combination such as ``"j+p+l"``, or a ModelSpec.
@@ -87,7 +86,7 @@ def fit(data, model: str | ModelSpec = "oscar", *, reference_judge: str | None =
         Seed of the random starts (explicit; results are deterministic given it).
     schema
         Input convention of ``data`` when it is a file or frame (default: detected from
-        the columns); see :data:`oscar_jax.data.SCHEMAS`.
+        the columns); see :data:`oscar_jax.io.data.SCHEMAS`.
     ci_prob
         Level of the intervals in the result's tables.
     max_iter
@@ -114,7 +113,7 @@ def fit(data, model: str | ModelSpec = "oscar", *, reference_judge: str | None =
     ``result.scores`` and the leaderboard's ``s`` column. Elo:
     ``arena_leaderboard(result, scale="elo")`` gives 1000 + (400/ln 10)·x with
     intervals and Rank (UB); win rate against a baseline:
-    ``oscar_jax.scales.scaled_board(result, scale="winrate", baseline=NAME)``.
+    ``oscar_jax.report.scales.scaled_board(result, scale="winrate", baseline=NAME)``.
 
     Examples
     --------
@@ -135,7 +134,7 @@ def fit(data, model: str | ModelSpec = "oscar", *, reference_judge: str | None =
 
 def fit_problem(problem: Problem, *, starts: int = 2, seed: int = 0, ci_prob: float = 0.95, max_iter: int = 100,
                 warn: bool = True, stacklevel: int = 2) -> FitResult:
-    """:func:`fit` of a prepared :class:`~oscar_jax.problem.Problem` (see :func:`~oscar_jax.problem.prepare`).
+    """:func:`fit` of a prepared :class:`~oscar_jax.model.problem.Problem` (see :func:`~oscar_jax.model.problem.prepare`).
 
     ``stacklevel`` places the warnings (2: the caller of this function).
     """

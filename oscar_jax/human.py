@@ -14,7 +14,7 @@ candidates, :func:`human_agreement` reports:
   scored on the fifth; the five held-out groups are pooled into one mean log loss
   (predictions clipped to [1e-15, 1 − 1e-15], ties scored ½).
 * **Prompt bootstrap (F.4).** Each replicate draws prompt counts once and applies the same
-  counts to the LLM judgments (refits by :func:`oscar_jax.resample.fit_batch`, weights not
+  counts to the LLM judgments (refits by :func:`oscar_jax.bootstrap.fit_batch`, weights not
   resampled records) and to the human votes (vote weights), then repeats the calibration.
   Percentile intervals for every model's loss and for the gain of each model over the
   first (positive = lower loss).
@@ -30,15 +30,15 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from .data import load_judgments
-from .design import Design, build_design
+from .io.data import load_judgments
+from .model.design import Design, build_design
 from .fit import as_design, fit
-from .links import sigmoid
-from .heldout import LOSS_CLIP
-from .batch_fit import fit_batch
-from .intervals import percentiles
-from .weights import bootstrap_weights, prompt_folds
-from .validate import OscarInputError, check_ci_prob, check_positive_int
+from .model.links import sigmoid
+from .compare import LOSS_CLIP
+from .infer.batch_fit import fit_batch
+from .results.intervals import percentiles
+from .infer.weights import bootstrap_weights, prompt_folds
+from .runtime.validate import OscarInputError, check_ci_prob, check_positive_int
 
 __all__ = ["HumanAgreement", "calibrate", "heldout_log_loss", "human_agreement", "human_reference", "load_votes"]
 
@@ -51,7 +51,7 @@ _NEWTON_STEPS = 50
 def load_votes(source, schema: str | None = None) -> tuple[pd.DataFrame, object]:
     """Human votes as a canonical frame with every vote from one rater, ``"human"``.
 
-    Any judgment format :func:`~oscar_jax.data.load_judgments` reads (MT-Bench's
+    Any judgment format :func:`~oscar_jax.io.data.load_judgments` reads (MT-Bench's
     ``human_judgments`` rows are the Arena convention: question_id, model_a, model_b,
     winner, judge). Ties (including ``tie (bothbad)``) score ½.
     """

@@ -32,12 +32,11 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
-from . import _x64  # noqa: F401
-from .design import Design, DesignArrays, build_design
-from .model import local_prob
-from .params import Layout
-from .prompt_average import marginal_win_prob
-from .spec import ModelSpec, parse_model
+from .model.design import Design, DesignArrays, build_design
+from .model.likelihood import local_prob
+from .model.params import Layout
+from .model.prompt_average import marginal_win_prob
+from .model.spec import ModelSpec, parse_model
 
 __all__ = ["SimParams", "SimTruth", "SimData", "family_map_of", "record_arrays", "simulate", "simulate_design",
            "simulate_frame", "TABLE_G1"]
@@ -210,7 +209,7 @@ def record_arrays(a, b, k, z, stats, prompt) -> DesignArrays:
 def _records(p, params: SimParams, controls, judge, prompt, ra, rb, sa, sb, rl, k_cl, k_ind, n_prompts: int):
     """Verdicts of every record (η* of scores ``sa``, ``sb``, Gaussian copula per prompt) as DesignArrays.
 
-    η* and σ(η*) come from the package's one predictor (:func:`oscar_jax.model.local_prob`)
+    η* and σ(η*) come from the package's one predictor (:func:`oscar_jax.model.likelihood.local_prob`)
     with the generating coefficients (γ*, c β*) of each record's judge.
     """
     c, rho = controls
@@ -270,7 +269,7 @@ def simulate_frame(seed: int = 0, n_prompts: int = 2000, params: SimParams = TAB
     the generator's L_g; the design then rescales by the sample s_L, as it would for real
     data. Use :func:`simulate` for the exact Appendix G covariate.
     """
-    from .validate import check_positive_int
+    from .runtime.validate import check_positive_int
 
     # Checked here, not in the jitted generator: a negative count would end in a JAX shape error.
     n_prompts = check_positive_int("n_prompts", n_prompts, minimum=2)

@@ -24,7 +24,7 @@ and contribute exactly 0. Per judge the estimate maximizes
 (the Jeffreys / Firth penalty), which is finite even under conditional separation
 (a judge that always selects the same slot): ℓ_k ≤ 0 and I_k → 0 as |β| → ∞.
 
-The core (:mod:`oscar_jax.swap_core`: ``judge_loglik``, ``judge_information``,
+The core (:mod:`oscar_jax.infer.swap_core`: ``judge_loglik``, ``judge_information``,
 ``swap_fit_core``) is pure and jit-able; it takes padded group arrays (``SwapArrays``)
 and vmaps over simulated datasets of the same shape. :func:`find_swap_groups` finds the groups in a
 canonical frame, :func:`calibrate_positions` is the user-facing estimator and
@@ -55,10 +55,9 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
-from . import _x64  # noqa: F401
-from .links import net_preference, sigmoid
-from .swap_core import DEFAULT_BOUND, DEFAULT_GRID, SwapArrays, SwapFitCore, swap_fit_core
-from .validate import OscarInputError, check_positive_int
+from .model.links import net_preference, sigmoid
+from .infer.swap_core import DEFAULT_BOUND, DEFAULT_GRID, SwapArrays, SwapFitCore, swap_fit_core
+from .runtime.validate import OscarInputError, check_positive_int
 
 __all__ = [
     "SWAP_COLUMNS",

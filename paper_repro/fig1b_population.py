@@ -46,7 +46,7 @@ def population_gamma_with_position(x, beta_star, gamma_star=1.0) -> float:
 
 def run(ctx: rc.Context) -> rc.Section:
     from oscar_jax.attenuation import balanced_mean, logit_slope_at_zero, population_gamma_no_position
-    from oscar_jax.plots import OKABE_ITO
+    from oscar_jax.report.plots import OKABE_ITO
 
     pub = ctx.published["fig1b"]
     ex = ctx.published["example_40_60"]

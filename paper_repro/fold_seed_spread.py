@@ -42,7 +42,7 @@ def summarise(losses: dict) -> dict:
 
 def main(argv=None) -> int:
     import oscar_jax as oj
-    from oscar_jax.heldout import DEFAULT_MODELS
+    from oscar_jax.compare import DEFAULT_MODELS
 
     parser = rc.add_common_arguments(argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0]))
     parser.add_argument("--seeds", type=int, default=10, help="fold seeds 0..S-1 (default 10)")

@@ -80,7 +80,7 @@ def _skip_rows(ctx, sec, reason):
 
 def _fixed_score(ctx, sec, frame, reps):
     import oscar_jax as oj
-    from oscar_jax.plots import attenuation_scatter
+    from oscar_jax.report.plots import attenuation_scatter
     from oscar_jax.swaps import calibrate_positions, find_swap_groups
 
     fs = ctx.published["inhouse_fixed_score"]

@@ -27,8 +27,8 @@ def _ranks(kappa: np.ndarray) -> np.ndarray:
 def _slope_chart(tab: pd.DataFrame, ds: str, highlight: str | None, path):
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
-    from oscar_jax.plots import OKABE_ITO
-    from oscar_jax.render import shorten
+    from oscar_jax.report.plots import OKABE_ITO
+    from oscar_jax.report.render import shorten
 
     n = len(tab)
     fig = Figure(figsize=(7.2, 0.28 * n + 1.8), dpi=120, layout="constrained")

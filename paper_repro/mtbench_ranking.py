@@ -76,7 +76,7 @@ def run(ctx: rc.Context) -> rc.Section:
     y, w = vf.outcome.to_numpy(float), vf.weight.to_numpy(float)
     prompt_index = {p: i for i, p in enumerate(design.prompts)}
     vprompt = vf.prompt.map(prompt_index).to_numpy(int)
-    from oscar_jax.resample import prompt_folds
+    from oscar_jax.bootstrap import prompt_folds
 
     voted = np.unique(vprompt)
     spread = {}

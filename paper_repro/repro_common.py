@@ -65,7 +65,7 @@ VERDICT_MC = "within Monte Carlo error"  # outside a published range, but |z| â‰
 # --------------------------------------------------------------------------------------
 
 def add_common_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    from oscar_jax.data import shared_data_dir
+    from oscar_jax.io.data import shared_data_dir
 
     parser.add_argument("--data-dir", type=Path, default=None,
                         help=f"folder holding xu2026/ (default: $OSCAR_DATA_DIR or {shared_data_dir()})")
@@ -188,7 +188,7 @@ class Context:
 
     def models(self) -> tuple[str, ...]:
         """Model tokens of Table 1 / E2: ``--models`` if given, else the seven Table 1 columns."""
-        from oscar_jax.heldout import DEFAULT_MODELS
+        from oscar_jax.compare import DEFAULT_MODELS
 
         given = getattr(self.args, "models", None) if self.args is not None else None
         if given:
@@ -198,7 +198,7 @@ class Context:
     def compare(self, key: str, *, need_bootstrap: bool = False, models=None):
         """Held-out comparison (Table 1) with the E2 bootstrap when shared or needed, cached."""
         import oscar_jax as oj
-        from oscar_jax.heldout import E2_PAIRS
+        from oscar_jax.compare import E2_PAIRS
 
         models = tuple(models or self.models())
         reps = self.reps("e2") if (need_bootstrap or self.share_compare) else 0
@@ -213,7 +213,7 @@ class Context:
 
 
 def context_from_args(args, **overrides) -> Context:
-    from oscar_jax.data import shared_data_dir
+    from oscar_jax.io.data import shared_data_dir
 
     if args.xla_cache is not None:
         enable_xla_cache(args.xla_cache)

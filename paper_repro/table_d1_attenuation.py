@@ -22,8 +22,8 @@ TITLE = "4. Table D1: attenuation κᴶ/κᴶ⁺ᴾ vs 1 − D² (full-data fits
 def _scatter(ctx, tables: dict, path):
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
-    from oscar_jax.plots import OKABE_ITO
-    from oscar_jax.render import shorten
+    from oscar_jax.report.plots import OKABE_ITO
+    from oscar_jax.report.render import shorten
 
     n = len(tables)
     fig = Figure(figsize=(4.3 * n, 4.4), dpi=120, layout="constrained")

@@ -48,7 +48,7 @@ def record(out: Path, only=None) -> None:
     for name, argv in COMMANDS.items():
         if only and name not in only:
             continue
-        proc = subprocess.run([sys.executable, "-m", "oscar_jax.cli", *argv], env=env,
+        proc = subprocess.run([sys.executable, "-m", "oscar_jax.cli.main", *argv], env=env,
                               capture_output=True, text=True, cwd=ROOT)
         if proc.returncode != 0:
             raise SystemExit(f"{name}: exit {proc.returncode}\n{proc.stderr}")

@@ -23,9 +23,9 @@ def pytest_configure(config):
     config.addinivalue_line("filterwarnings", "ignore::oscar_jax.fit.OscarNoteWarning")
     import oscar_jax
 
-    if _OWN_CACHE is not None and oscar_jax.compile_cache.cache_dir() != Path(_OWN_CACHE):
-        raise pytest.UsageError(f"oscar_jax was imported before tests/conftest.py set {oscar_jax.compile_cache.ENV_VAR}: "
-                                f"its compile cache is {oscar_jax.compile_cache.cache_dir()}, not {_OWN_CACHE}")
+    if _OWN_CACHE is not None and oscar_jax.runtime.compile_cache.cache_dir() != Path(_OWN_CACHE):
+        raise pytest.UsageError(f"oscar_jax was imported before tests/conftest.py set {oscar_jax.runtime.compile_cache.ENV_VAR}: "
+                                f"its compile cache is {oscar_jax.runtime.compile_cache.cache_dir()}, not {_OWN_CACHE}")
 
 
 def pytest_unconfigure(config):

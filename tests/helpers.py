@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from oscar_jax.data import shared_data_dir
+from oscar_jax.io.data import shared_data_dir
 
 XU = {
     "mtbench": "judge_results_10k_mtbench.json",

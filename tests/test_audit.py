@@ -30,7 +30,7 @@ from oscar_jax.audit.stats import (
     t_ppf,
     ttest_ind,
 )
-from oscar_jax.validate import OscarInputError
+from oscar_jax.runtime.validate import OscarInputError
 
 # Closed-form arithmetic on a handful of numbers: only rounding separates us from exact.
 EXACT = 1e-12
@@ -279,7 +279,7 @@ def test_true_rates_match_a_large_simulation():
 
 def test_cli_audit_json_table_and_plot(tmp_path, capsys):
     from oscar_jax.audit.simulate import RETAILER_EXAMPLE
-    from oscar_jax.cli import main
+    from oscar_jax.cli.main import main
 
     frame = simulate_audit_frame(3, 40, 3, RETAILER_EXAMPLE["params"], conditions=RETAILER_EXAMPLE["conditions"])
     path = tmp_path / "audit.csv"
@@ -308,7 +308,7 @@ def test_cli_audit_json_table_and_plot(tmp_path, capsys):
 
 
 def test_cli_audit_bad_input_exits_2(tmp_path, capsys):
-    from oscar_jax.cli import main
+    from oscar_jax.cli.main import main
 
     path = tmp_path / "bad.csv"
     pd.DataFrame(hand_rows()).assign(label=lambda f: f["label"].replace({"fair": "meh"})).to_csv(path, index=False)

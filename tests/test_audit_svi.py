@@ -26,8 +26,8 @@ from oscar_jax.audit.bayes_models import (
 )
 from oscar_jax.audit.bayes_svi import AUDIT_SVI
 from oscar_jax.audit.posterior import setup_model
-from oscar_jax.validate import OscarInputError
-from oscar_jax.variational import SviSettings, VariationalWarning
+from oscar_jax.runtime.validate import OscarInputError
+from oscar_jax.infer.variational import SviSettings, VariationalWarning
 
 LABEL = AuditSimParams(effects=(0.0, 0.0, 0.6, -0.6), interaction_sd=0.5, noise_scale=1.0)
 # The CLI's settings (AUDIT_SVI with --svi-steps/--learning-rate): one compiled program for
@@ -162,7 +162,7 @@ def test_bad_svi_options():
 
 
 def test_cli_audit_method_svi(tmp_path, capsys, label_fit):
-    from oscar_jax.cli import main
+    from oscar_jax.cli.main import main
 
     frame = simulate_audit_frame(5, 150, 4, LABEL)
     path = tmp_path / "audit.csv"

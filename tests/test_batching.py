@@ -1,4 +1,4 @@
-"""Chunks of a batch side by side on host threads (oscar_jax.batching.run_in_order, host_workers).
+"""Chunks of a batch side by side on host threads (oscar_jax.runtime.batching.run_in_order, host_workers).
 
 The estimates not depending on the number of threads is tested where the batches are run
 (tests/test_resample.py, tests/test_sweep.py); here, the scheduler itself: order, the bound
@@ -12,8 +12,8 @@ import time
 
 import pytest
 
-from oscar_jax.batching import WORKERS_ENV, host_workers, run_in_order
-from oscar_jax.validate import OscarInputError
+from oscar_jax.runtime.batching import WORKERS_ENV, host_workers, run_in_order
+from oscar_jax.runtime.validate import OscarInputError
 
 
 def _jobs(delays, log):
@@ -78,7 +78,7 @@ def test_worker_count_from_the_environment(monkeypatch):
 
 def test_the_command_line_rejects_a_bad_worker_count_before_any_work(monkeypatch, capsys):
     # The file does not exist either: the setting is reported first, before anything is read.
-    from oscar_jax import cli
+    from oscar_jax.cli import main as cli
 
     monkeypatch.setenv(WORKERS_ENV, "all")
     assert cli.main(["bootstrap", "no_such_file.csv", "--replicates", "10"]) == 2

@@ -12,7 +12,7 @@ import oscar_jax as oj
 from oscar_jax.bayes import (candidate_effects, default_prompt_effect, model_data, prompt_candidate_index,
                              prompt_candidate_loss, prompt_loss)
 from oscar_jax.bayes._fit import INDEPENDENCE_LABEL, shared_prompt_share
-from oscar_jax.derivatives import loss_value
+from oscar_jax.infer.derivatives import loss_value
 from oscar_jax.simulate import TABLE_G1, SimParams, family_map_of, simulate_jit
 
 # the module (the package's face exports the function under the same name)

@@ -11,11 +11,11 @@ from scipy import stats
 import oscar_jax as oj
 from oscar_jax.bayes import (BayesWarning, NutsSettings, Priors, fit_bayes, model_data, prior_scales,
                              sample_posterior_jit)
-from oscar_jax.derivatives import cell_probabilities
-from oscar_jax.design import DesignArrays
-from oscar_jax.params import Layout
-from oscar_jax.selection import column_mask
-from oscar_jax.spec import Structure
+from oscar_jax.infer.derivatives import cell_probabilities
+from oscar_jax.model.design import DesignArrays
+from oscar_jax.model.params import Layout
+from oscar_jax.infer.selection import column_mask
+from oscar_jax.model.spec import Structure
 
 from helpers import model_layout
 
@@ -138,7 +138,7 @@ def test_one_chain_reports_rhat_as_not_available(sim_design, tmp_path, capsys):
         post = fit_bayes(sim_design, "j+p", chains=1, warmup=20, draws=10, seed=3, prompt_effect=False,
                          show_progress=False)
     assert post.diagnostics["max_rhat"] is None and post.diagnostics["min_ess"] is not None
-    from oscar_jax.text_reports import fmt_or as _fmt_or
+    from oscar_jax.report.text import fmt_or as _fmt_or
 
     assert _fmt_or(post.diagnostics["max_rhat"], ".4f", "n/a (one chain)") == "n/a (one chain)"
 

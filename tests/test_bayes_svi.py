@@ -20,10 +20,10 @@ import oscar_jax as oj
 from oscar_jax.bayes import (Priors, SviSettings, VariationalWarning, fit_bayes, model_data, oscar_model,
                              unconstrained_from_theta)
 from oscar_jax.bayes._svi import _minibatch, elbo_plateau
-from oscar_jax.cli import main
-from oscar_jax.derivatives import loss_value
-from oscar_jax.selection import column_mask
-from oscar_jax.validate import OscarInputError
+from oscar_jax.cli.main import main
+from oscar_jax.infer.derivatives import loss_value
+from oscar_jax.infer.selection import column_mask
+from oscar_jax.runtime.validate import OscarInputError
 
 MODEL = "j+p"
 

@@ -12,10 +12,10 @@ import pytest
 import oscar_jax as oj
 from oscar_jax.bayes import fit_bayes
 from oscar_jax.bayes._warmstart import svi_start
-from oscar_jax.problem import prepare
-from oscar_jax.selection import column_mask
+from oscar_jax.model.problem import prepare
+from oscar_jax.infer.selection import column_mask
 from oscar_jax.bayes import Priors, model_data
-from oscar_jax.validate import OscarInputError
+from oscar_jax.runtime.validate import OscarInputError
 
 MODEL = "j+p"
 RUN = dict(chains=2, draws=400, warn=False, prompt_effect=False, show_progress=False)

@@ -4,7 +4,7 @@ import json
 
 import pandas as pd
 
-from oscar_jax.cli import main
+from oscar_jax.cli.main import main
 
 
 def test_demo_table_fits_80_columns(capsys):

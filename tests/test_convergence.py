@@ -3,8 +3,8 @@
 import math
 import time
 
-from oscar_jax.convergence import RHAT_MAX, rhat_flag, rhat_message, rhat_ok
-from oscar_jax.progress import progress
+from oscar_jax.infer.convergence import RHAT_MAX, rhat_flag, rhat_message, rhat_ok
+from oscar_jax.runtime.progress import progress
 
 
 def test_one_rhat_threshold():

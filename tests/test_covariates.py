@@ -19,7 +19,7 @@ import pandas as pd
 import pytest
 
 import oscar_jax as oj
-from oscar_jax.cli import main
+from oscar_jax.cli.main import main
 
 G, C, K = 400, 6, 3
 SCORES = np.linspace(-1.0, 1.0, C)

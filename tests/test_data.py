@@ -7,9 +7,9 @@ import pandas as pd
 import pytest
 
 import oscar_jax as oj
-from oscar_jax.data import load_judgments
-from oscar_jax.design import build_design
-from oscar_jax.validate import OscarInputError
+from oscar_jax.io.data import load_judgments
+from oscar_jax.model.design import build_design
+from oscar_jax.runtime.validate import OscarInputError
 
 from helpers import REFERENCE_JUDGE, shared_data
 
@@ -141,7 +141,7 @@ def test_family_defaults_and_override():
     assert oj.family_of("meta-llama/Llama-3.3-70B-Instruct-Turbo") == "llama"
     assert oj.family_of("gpt4all-13b-snoozy") == "gpt4all-13b-snoozy"  # not OpenAI
     assert oj.family_of("openai/gpt-oss-20b") == oj.family_of("gpt-4") == "openai"
-    from oscar_jax.families import family_function
+    from oscar_jax.io.families import family_function
     f = family_function({"GPT-4": "custom"})
     assert f("gpt-4") == "custom" and f("claude-v1") == "anthropic"
 

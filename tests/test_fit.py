@@ -6,9 +6,9 @@ import pandas as pd
 import pytest
 
 import oscar_jax as oj
-from oscar_jax.fit_core import fit_core_jit, fit_core_seeded_jit
-from oscar_jax.starts import seeded_starts
-from oscar_jax.params import helmert
+from oscar_jax.infer.fit_core import fit_core_jit, fit_core_seeded_jit
+from oscar_jax.infer.starts import seeded_starts
+from oscar_jax.model.params import helmert
 from oscar_jax.simulate import SimParams, TABLE_G1, family_map_of, simulate_frame, truth_of
 
 from helpers import REFERENCE_JUDGE, shared_data
@@ -170,7 +170,7 @@ def test_model_based_intervals_are_narrower_under_dependence():
 
 def test_prepare_resolves_the_problem_once_and_fit_problem_equals_fit():
     from oscar_jax.fit import fit_problem
-    from oscar_jax.problem import prepare
+    from oscar_jax.model.problem import prepare
 
     design = oj.simulate_design(seed=0, n_prompts=60)
     problem = prepare(design, "j+c", ridge=0.1)
@@ -191,7 +191,7 @@ def test_identification_count_is_the_spectrum_count_with_or_without_the_certific
     # coordinates, and spectra straddling the threshold (where the SVD decides).
     import jax.numpy as jnp
 
-    from oscar_jax.fit_core import _n_identified
+    from oscar_jax.infer.fit_core import _n_identified
 
     rng = np.random.default_rng(0)
     n_id = jax.jit(_n_identified)                                           # replicates: certificate first
@@ -222,7 +222,7 @@ def test_curvature_check_is_the_spectrum_check_with_or_without_the_certificate()
     # uncertified block must report the same eigenvalues as the full fit.
     import jax.numpy as jnp
 
-    from oscar_jax.fit_core import _curvature
+    from oscar_jax.infer.fit_core import _curvature
 
     rng = np.random.default_rng(1)
     full = jax.jit(lambda h, m: _curvature(h, m, True))

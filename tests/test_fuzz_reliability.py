@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 import oscar_jax as oj
 from oscar_jax import OscarInputError
-from oscar_jax.jsonable import to_json
+from oscar_jax.results.jsonable import to_json
 
 CANDS = ["m0", "m1", "m2", "m3"]
 JUDGES = ["j0", "j1"]

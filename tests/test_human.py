@@ -8,10 +8,10 @@ import pandas as pd
 import pytest
 from scipy.optimize import brentq, minimize
 
-from oscar_jax.cli import main
-from oscar_jax.data import shared_data_dir
+from oscar_jax.cli.main import main
+from oscar_jax.io.data import shared_data_dir
 from oscar_jax.human import calibrate, heldout_log_loss, human_agreement, human_reference, load_votes
-from oscar_jax.validate import OscarInputError
+from oscar_jax.runtime.validate import OscarInputError
 
 
 def _logloss(y, p):

@@ -1,4 +1,4 @@
-"""The one interval/rank/JSON toolkit (oscar_jax.intervals, oscar_jax.jsonable) and the tables' one signature."""
+"""The one interval/rank/JSON toolkit (oscar_jax.results.intervals, oscar_jax.results.jsonable) and the tables' one signature."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ import pandas as pd
 import pytest
 
 import oscar_jax as oj
-from oscar_jax.intervals import draw_ranks, interval_request, p_best, percentiles, rank_probabilities
-from oscar_jax.jsonable import clean, finite_or_none, records, to_json
-from oscar_jax.validate import OscarInputError
+from oscar_jax.results.intervals import draw_ranks, interval_request, p_best, percentiles, rank_probabilities
+from oscar_jax.results.jsonable import clean, finite_or_none, records, to_json
+from oscar_jax.runtime.validate import OscarInputError
 
 DATA = Path(__file__).resolve().parent / "data"
 

@@ -12,18 +12,10 @@ import pytest
 from scipy.stats import norm
 
 import oscar_jax as oj
-from oscar_jax.leaderboard import (
-    ELO_SLOPE,
-    arena_leaderboard,
-    arena_text,
-    fmt_pm,
-    judge_intervals,
-    parse_anchor,
-    rank_ub,
-    score_function,
-)
-from oscar_jax.draw_sources import interval_source, theta_draws
-from oscar_jax.validate import OscarInputError
+from oscar_jax.report.leaderboard import (ELO_SLOPE, arena_leaderboard, arena_text, fmt_pm, judge_intervals, parse_anchor, rank_ub,
+    score_function)
+from oscar_jax.report.draw_sources import interval_source, theta_draws
+from oscar_jax.runtime.validate import OscarInputError
 
 DATA = Path(__file__).resolve().parent / "data"
 # Closed-form identities evaluated in float64 on O(1) numbers: rounding only.

@@ -8,9 +8,9 @@ import pytest
 from jax.test_util import check_grads
 
 import oscar_jax as oj
-from oscar_jax.derivatives import cluster_scores, expected_information, loss_value, value_grad_hess
-from oscar_jax.selection import column_mask
-from oscar_jax.model import local_loss
+from oscar_jax.infer.derivatives import cluster_scores, expected_information, loss_value, value_grad_hess
+from oscar_jax.infer.selection import column_mask
+from oscar_jax.model.likelihood import local_loss
 
 # Assembled (scattered) derivatives vs direct autodiff of the summed loss: both exact, so
 # they differ only by rounding in sums of ~10³ terms.
@@ -45,7 +45,7 @@ def test_assembled_derivatives_match_autodiff(small_design, model):
 def test_chunked_assembly_equals_one_pass(small_design, model, monkeypatch):
     # Beyond CHUNK cells the sums run chunk by chunk over zero-padded cells (bounded
     # memory at 10⁶–10⁷ records): the same sums, to rounding. 97 forces a ragged last chunk.
-    import oscar_jax.derivatives as deriv
+    import oscar_jax.infer.derivatives as deriv
 
     spec, _ = small_design.effective_spec(oj.parse_model(model))
     layout = small_design.layout(spec)
@@ -81,8 +81,8 @@ def test_fractional_loss_is_bernoulli_with_half_ties(small_design):
 
 def test_davidson_probabilities():
 
-    from oscar_jax.params import Layout
-    from oscar_jax.model import local_prob
+    from oscar_jax.model.params import Layout
+    from oscar_jax.model.likelihood import local_prob
     spec = oj.parse_model("davidson+plf")
     lay = Layout(2, 1, 0, 0, spec.structure())
     # slots: s_a, s_b, pos, len, fam, tau
@@ -147,7 +147,7 @@ def test_expected_information_is_gauss_newton(small_design):
     layout = small_design.layout(spec)
     theta = 0.1 * jnp.arange(layout.n_theta) / layout.n_theta
     info = expected_information(theta, small_design.arrays, small_design.arrays.stats, layout)
-    from oscar_jax.model import local_eta, local_index
+    from oscar_jax.model.likelihood import local_eta, local_index
     jac = jnp.asarray(layout.jacobian)
     idx = local_index(layout, small_design.arrays.a, small_design.arrays.b, small_design.arrays.k)
 
@@ -164,9 +164,9 @@ def test_expected_information_is_gauss_newton(small_design):
 def test_slot_order_and_covariate_map_are_one_table():
     # Layout.judge_slots and Layout.bias_columns are the one definition of the φ-slot order
     # and of the term → covariate map; check them against the φ blocks slot by slot.
-    from oscar_jax.model import local_index
-    from oscar_jax.params import Layout
-    from oscar_jax.spec import Structure
+    from oscar_jax.model.likelihood import local_index
+    from oscar_jax.model.params import Layout
+    from oscar_jax.model.spec import Structure
 
     layout = Layout(4, 3, 0, 2, Structure(("pos", "len", "fam", "cov"), True, "davidson"))
     pb = layout.phi_blocks

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from oscar_jax.cli import main
-from oscar_jax.multiprocess import ENV_COORDINATOR, ENV_HEARTBEAT, ENV_NUM_PROCESSES, ENV_PROCESS_ID, free_port
+from oscar_jax.cli.main import main
+from oscar_jax.runtime.multiprocess import ENV_COORDINATOR, ENV_HEARTBEAT, ENV_NUM_PROCESSES, ENV_PROCESS_ID, free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = str(ROOT / "tests" / "data" / "eco_oscar.csv")
@@ -31,7 +31,7 @@ def _env(**extra) -> dict:
 
 
 def _oscar(args, timeout=300, **env):
-    return subprocess.run([sys.executable, "-m", "oscar_jax.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "oscar_jax.cli.main", *args], capture_output=True, text=True,
                           env=_env(**env), timeout=timeout, cwd=ROOT)
 
 
@@ -73,7 +73,7 @@ def _read_lines(stream, lines, seen, needle):
 
 
 def test_killed_process_stops_the_launcher_with_an_error():
-    proc = subprocess.Popen([sys.executable, "-m", "oscar_jax.cli", "bootstrap", DATA, "--replicates", "200000",
+    proc = subprocess.Popen([sys.executable, "-m", "oscar_jax.cli.main", "bootstrap", DATA, "--replicates", "200000",
                              "--processes", "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=_env(), cwd=ROOT)
     lines, started = [], threading.Event()
@@ -103,7 +103,7 @@ def test_killed_process_stops_the_launcher_with_an_error():
 def test_without_launcher_a_dead_peer_ends_the_job_by_heartbeat():
     """The srun / pod path: no launcher watching, the heartbeat timeout ends the survivor."""
     env = _env(**{ENV_COORDINATOR: f"127.0.0.1:{free_port()}", ENV_NUM_PROCESSES: "2", ENV_HEARTBEAT: "3"})
-    args = [sys.executable, "-m", "oscar_jax.cli", "bootstrap", DATA, "--replicates", "200000", "--chunk-size", "50",
+    args = [sys.executable, "-m", "oscar_jax.cli.main", "bootstrap", DATA, "--replicates", "200000", "--chunk-size", "50",
             "--distributed"]
     p0 = subprocess.Popen(args, env=dict(env, **{ENV_PROCESS_ID: "0"}), stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE, text=True, cwd=ROOT)

@@ -8,9 +8,9 @@ import pandas as pd
 import pytest
 
 import oscar_jax as oj
-from oscar_jax.cli import main
-from oscar_jax.render import TABLE_WIDTH, render_table, shorten, shorten_names, table_width
-from oscar_jax.text_reports import judges_text, win_text
+from oscar_jax.cli.main import main
+from oscar_jax.report.render import TABLE_WIDTH, render_table, shorten, shorten_names, table_width
+from oscar_jax.report.text import judges_text, win_text
 
 DATA = Path(__file__).resolve().parent / "data"
 LONG_JUDGES = {"claude-3-opus": "anthropic-research/claude-3-opus-20240229-judge",

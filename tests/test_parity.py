@@ -22,8 +22,8 @@ import numpy as np
 import pytest
 
 import oscar_jax as oj
-from oscar_jax.data import load_judgments
-from oscar_jax.leaderboard import arena_leaderboard
+from oscar_jax.io.data import load_judgments
+from oscar_jax.report.leaderboard import arena_leaderboard
 
 from helpers import shared_data
 

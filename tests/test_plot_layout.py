@@ -16,9 +16,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from oscar_jax.palette import OKABE_ITO, SERIES
-from oscar_jax.plot_layout import place_labels
-from oscar_jax.plots import attenuation_scatter, forest_plot, judge_panel, win_heatmap
+from oscar_jax.report.palette import OKABE_ITO, SERIES
+from oscar_jax.report.plot_layout import place_labels
+from oscar_jax.report.plots import attenuation_scatter, forest_plot, judge_panel, win_heatmap
 from oscar_jax.sweep import SweepResult
 
 SIZES = (3, 10, 25)
@@ -208,7 +208,7 @@ def test_place_labels_reports_what_does_not_fit(tmp_path):
 def test_one_palette():
     assert OKABE_ITO[:3] == ("#000000", "#E69F00", "#56B4E9") and len(OKABE_ITO) == 8
     assert set(SERIES) == set(OKABE_ITO)
-    from oscar_jax import plots
+    from oscar_jax.report import plots
     from oscar_jax.audit import plot as audit_plot
 
     assert plots.OKABE_ITO is OKABE_ITO

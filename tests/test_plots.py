@@ -11,9 +11,9 @@ from matplotlib.image import imread
 
 import oscar_jax as oj
 from oscar_jax.attenuation import attenuation
-from oscar_jax.leaderboard import arena_leaderboard
-from oscar_jax.plots import OKABE_ITO, attenuation_scatter, forest_plot, judge_panel, win_heatmap, write_fit_plots
-from oscar_jax.validate import OscarInputError
+from oscar_jax.report.leaderboard import arena_leaderboard
+from oscar_jax.report.plots import OKABE_ITO, attenuation_scatter, forest_plot, judge_panel, win_heatmap, write_fit_plots
+from oscar_jax.runtime.validate import OscarInputError
 
 DATA = Path(__file__).resolve().parent / "data"
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"

@@ -1,4 +1,4 @@
-"""Programs stored by oscar_jax.program_cache give bit-identical results, and stale files are harmless."""
+"""Programs stored by oscar_jax.runtime.program_cache give bit-identical results, and stale files are harmless."""
 
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 
 import oscar_jax as oj
-from oscar_jax import compile_cache, program_cache
-from oscar_jax.leaderboard import arena_leaderboard
-from oscar_jax.starts import start_points
-from oscar_jax.weights import replicate_key
+from oscar_jax.runtime import compile_cache, program_cache
+from oscar_jax.report.leaderboard import arena_leaderboard
+from oscar_jax.infer.starts import start_points
+from oscar_jax.infer.weights import replicate_key
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -73,8 +73,8 @@ def test_stored_programs_are_bit_identical_to_plain_jit(program_folder, monkeypa
 
 
 def _compiles_and_results(design, board_ahead=False):
-    from oscar_jax.leaderboard import prepare_board_program
-    from oscar_jax.problem import prepare
+    from oscar_jax.report.leaderboard import prepare_board_program
+    from oscar_jax.model.problem import prepare
 
     count = []
     listener = lambda event, d, **kw: count.append(event) if event.endswith("backend_compile_duration") else None  # noqa: E731
@@ -94,8 +94,8 @@ def test_programs_compiled_ahead_are_the_ones_called_bit_for_bit(program_folder)
     # The CLI compiles the report programs on a worker thread while the fit compiles
     # (compile_ahead): the call must use that executable (no second compilation), and the
     # executable is the one the plain path compiles (same bits).
-    from oscar_jax.leaderboard import _scores_and_se_jit
-    from oscar_jax.sandwich import covariances_program, target_se, targets_jit
+    from oscar_jax.report.leaderboard import _scores_and_se_jit
+    from oscar_jax.infer.sandwich import covariances_program, target_se, targets_jit
 
     design = oj.simulate_design(seed=6, n_prompts=150)
     n_plain, plain = _compiles_and_results(design)
@@ -149,7 +149,7 @@ def test_corrupt_or_foreign_files_are_replaced(program_folder):
 
 def test_under_a_trace_the_plain_jit_runs(program_folder):
     # vmapping a persistent program traces it inside another transformation: no export.
-    from oscar_jax.sandwich import targets_jit
+    from oscar_jax.infer.sandwich import targets_jit
 
     design = oj.simulate_design(seed=5, n_prompts=100)
     res = oj.fit(design, "j")

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from oscar_jax.progress import LogLines, announce, progress
+from oscar_jax.runtime.progress import LogLines, announce, progress
 
 
 class Clock:

@@ -85,7 +85,7 @@ def test_duplicating_records_leaves_mle_unchanged(seed, model):
 def test_win_probability_antisymmetry(h, se):
     import jax.numpy as jnp
 
-    from oscar_jax.links import sigmoid
+    from oscar_jax.model.links import sigmoid
 
     assert sigmoid(h) == pytest.approx(1 - sigmoid(-h), abs=1e-15)
     assert sigmoid(h - 1.96 * se) == pytest.approx(1 - sigmoid(-h + 1.96 * se), abs=1e-15)

@@ -1,4 +1,4 @@
-"""Held-out evaluation, paired refit bootstrap and fixed-score refits (oscar_jax.heldout, oscar_jax.attenuation).
+"""Held-out evaluation, paired refit bootstrap and fixed-score refits (oscar_jax.compare, oscar_jax.attenuation).
 
 Fits reuse test_resample's design recipe, model and chunk size, so the batched core is
 compiled once per session for both modules.
@@ -16,17 +16,17 @@ import pytest
 from scipy.optimize import brentq
 
 from helpers import REFERENCE_JUDGE, shared_data
-from oscar_jax import cli
-from oscar_jax.derivatives import cell_probabilities
-from oscar_jax.design import build_design
+from oscar_jax.cli import main as cli
+from oscar_jax.infer.derivatives import cell_probabilities
+from oscar_jax.model.design import build_design
 from oscar_jax.fit import as_design
 from oscar_jax.attenuation import attenuation_refit, fixed_score_refit
-from oscar_jax.heldout import compare
-from oscar_jax.jsonable import to_json
-from oscar_jax.resample import fit_batch, fold_masks, prompt_folds
+from oscar_jax.compare import compare
+from oscar_jax.results.jsonable import to_json
+from oscar_jax.bootstrap import fit_batch, fold_masks, prompt_folds
 from oscar_jax.simulate import TABLE_G1, simulate_frame
-from oscar_jax.spec import ModelSpec
-from oscar_jax.validate import OscarInputError
+from oscar_jax.model.spec import ModelSpec
+from oscar_jax.runtime.validate import OscarInputError
 
 N_PROMPTS, CHUNK = 120, 8
 OSCAR = ModelSpec(terms=("pos", "len", "fam"), name="OSCAR")

@@ -11,6 +11,7 @@ import pytest
 
 import oscar_jax as oj
 from oscar_jax import OscarDataWarning, OscarInputError
+from oscar_jax.io.data import shared_data_dir
 
 DATA = Path(__file__).parent / "data"
 
@@ -133,7 +134,7 @@ def test_well_posed_data_raise_no_flag():
     assert _flags(result) == ({}, {})
     assert result.identification.method == "certificate"  # no LP needed
     assert result.identification_check()["ok"]
-    from oscar_jax.text_reports import header
+    from oscar_jax.report.text import header
 
     assert "all passed" in header(result)
 
@@ -150,7 +151,7 @@ def test_judge_always_choosing_slot_a_is_separated_and_not_shown_as_confident():
     row = next(r for r in payload["judges"] if r["judge"] == judge)
     assert row["D_lo"] is None and row["D_hi"] is None and "separated" in row["flags"]
     assert payload["diagnostics"]["flags"]["ok"] is False
-    from oscar_jax.text_reports import fit_report
+    from oscar_jax.report.text import fit_report
 
     text = fit_report(result)
     assert "all passed" not in text and "unbounded" in text and f"!{judge}" in text
@@ -170,7 +171,7 @@ def test_candidate_winning_every_record_is_separated_and_every_kappa_unbounded()
     result = oj.fit(a, "j+p", warn=False)
     cand, _ = _flags(result)
     assert cand == {c: "separated"}
-    from oscar_jax.identification import interval_status
+    from oscar_jax.infer.identification import interval_status
 
     status = interval_status(result)
     assert status["kappa"] == ["unbounded"] * result.design.n_judge
@@ -181,7 +182,7 @@ def test_candidate_winning_every_record_is_separated_and_every_kappa_unbounded()
 
 
 def test_cli_json_gives_a_separated_candidate_no_interval_on_any_scale(tmp_path, capsys):
-    from oscar_jax.cli import main
+    from oscar_jax.cli.main import main
 
     a, c = _one_candidate_wins_everything()
     a.to_csv(tmp_path / "sep.csv", index=False)
@@ -209,7 +210,7 @@ def test_three_record_judge_is_flagged():
 @pytest.mark.parametrize("outcome", ["tie", 0.7])
 def test_degenerate_outcomes_are_not_estimable_not_zero_width(outcome):
     result = oj.fit(_eco().assign(outcome=outcome), "j+p", warn=False)
-    from oscar_jax.text_reports import fit_report
+    from oscar_jax.report.text import fit_report
 
     text = fit_report(result)
     assert "[0.00, 0.00]" not in text and "[0.500, 0.500]" not in text and "not estimable" in text
@@ -217,7 +218,7 @@ def test_degenerate_outcomes_are_not_estimable_not_zero_width(outcome):
 
 
 def test_certificate_and_lp_agree_on_random_designs():
-    from oscar_jax.identification import _certificate, _free_phi, _linear_rows, _lp_direction
+    from oscar_jax.infer.identification import _certificate, _free_phi, _linear_rows, _lp_direction
 
     for seed in range(4):  # one shape (n_prompts fixed): one compilation
         design = oj.simulate_design(seed=seed, n_prompts=30)
@@ -233,7 +234,7 @@ def test_certificate_and_lp_agree_on_random_designs():
 
 @pytest.mark.data
 def test_flags_on_the_released_datasets():
-    path = oj.data.shared_data_dir() / "xu2026" / "judge_results_10k_mtbench.json"
+    path = shared_data_dir() / "xu2026" / "judge_results_10k_mtbench.json"
     if not path.exists():
         pytest.skip(f"shared data not found at {path}")
     result = oj.fit(path, "oscar")
@@ -272,14 +273,14 @@ def test_json_saved_as_csv_and_truncated_jsonl_and_encoding(tmp_path):
 
 
 def test_newline_in_a_name_does_not_break_the_table():
-    from oscar_jax.render import render_table
+    from oscar_jax.report.render import render_table
 
     text = render_table(pd.DataFrame({"name": ["a\nb", "c"], "x": [1.0, 2.0]}), [("name", "name", ""), ("x", "x", ".1f")])
     assert len(text.splitlines()) == 4 and "a\\nb" in text
 
 
 def test_loader_notes_are_in_the_text_header():
-    from oscar_jax.text_reports import header
+    from oscar_jax.report.text import header
 
     a = pd.read_csv(DATA / "eco_arena.csv").drop(columns=["judge"])
     result = oj.fit(a, "j", warn=False)
@@ -287,7 +288,7 @@ def test_loader_notes_are_in_the_text_header():
 
 
 def test_output_folder_is_checked_before_computing(tmp_path, capsys):
-    from oscar_jax.cli import main
+    from oscar_jax.cli.main import main
 
     blocker = tmp_path / "file.txt"
     blocker.write_text("x")
@@ -298,7 +299,7 @@ def test_output_folder_is_checked_before_computing(tmp_path, capsys):
 
 
 def test_atomic_write_leaves_no_partial_file(tmp_path):
-    from oscar_jax.outputs import atomic_write
+    from oscar_jax.runtime.outputs import atomic_write
 
     target = tmp_path / "t.csv"
     target.write_text("old")
@@ -317,7 +318,7 @@ import sys, warnings, jax, jax.numpy as jnp
 jax.config.update("jax_compilation_cache_dir", sys.argv[1])
 jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
 jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
-from oscar_jax.xla_cache import drop_unreadable_entry
+from oscar_jax.runtime.xla_cache import drop_unreadable_entry
 def show(message, category, filename, lineno, file=None, line=None):
     drop_unreadable_entry(str(message))
     print("warning:", message)

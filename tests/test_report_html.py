@@ -14,9 +14,9 @@ import pytest
 from matplotlib.image import imread
 
 import oscar_jax as oj
-from oscar_jax.cli import main
-from oscar_jax.leaderboard import arena_leaderboard
-from oscar_jax.report_html import _flags, report_html
+from oscar_jax.cli.main import main
+from oscar_jax.report.leaderboard import arena_leaderboard
+from oscar_jax.report.html import _flags, report_html
 
 DATA = Path(__file__).resolve().parent / "data"
 BATTLES = str(DATA / "eco_arena.csv")

@@ -1,4 +1,4 @@
-"""Batched refits and the prompt bootstrap (oscar_jax.weights, oscar_jax.batch_fit, oscar_jax.resample).
+"""Batched refits and the prompt bootstrap (oscar_jax.infer.weights, oscar_jax.infer.batch_fit, oscar_jax.bootstrap).
 
 Compile budget: every fit here uses one small simulated design (the Appendix G generator,
 120 prompts) and one model (OSCAR, so position, length and family column selection are all
@@ -18,17 +18,18 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from oscar_jax import cli, fit
-from oscar_jax.fit_core import fit_core_jit
-from oscar_jax.selection import column_mask
-from oscar_jax.design import build_design, cell_stats_from_cluster_weights
-from oscar_jax.batch_fit import fit_batch
-from oscar_jax.batching import WORKERS_ENV
-from oscar_jax.jsonable import to_json
-from oscar_jax.resample import BootstrapResult, bootstrap
-from oscar_jax.weights import bootstrap_indices, bootstrap_weights, fold_masks, prompt_folds, within_fold_weights
+from oscar_jax.cli import main as cli
+from oscar_jax import fit
+from oscar_jax.infer.fit_core import fit_core_jit
+from oscar_jax.infer.selection import column_mask
+from oscar_jax.model.design import build_design, cell_stats_from_cluster_weights
+from oscar_jax.infer.batch_fit import fit_batch
+from oscar_jax.runtime.batching import WORKERS_ENV
+from oscar_jax.results.jsonable import to_json
+from oscar_jax.bootstrap import BootstrapResult, bootstrap
+from oscar_jax.infer.weights import bootstrap_indices, bootstrap_weights, fold_masks, prompt_folds, within_fold_weights
 from oscar_jax.simulate import TABLE_G1, simulate_frame
-from oscar_jax.validate import OscarInputError
+from oscar_jax.runtime.validate import OscarInputError
 
 from helpers import record_threads
 
@@ -256,7 +257,7 @@ def test_bootstrap_deterministic_and_seed_dependent(boot, design, full):
 
 def test_chunks_side_by_side_on_threads_give_the_same_bits(design, full, monkeypatch):
     # Three chunks (the last padded) on one thread and on three: every field bit for bit.
-    import oscar_jax.batch_fit as batch_fit
+    import oscar_jax.infer.batch_fit as batch_fit
 
     threads = record_threads(monkeypatch, batch_fit)
     runs = {}
@@ -306,7 +307,7 @@ def test_cli_bootstrap(tmp_path, frame, capsys):
 
 
 def test_one_step_starts_linearise_the_replicates_and_leave_their_estimates(boot, design, full, monkeypatch):
-    from oscar_jax import one_step
+    from oscar_jax.infer import one_step
 
     # ω = 1 is the full data: its gradient at θ̂ is the solver's residual, so no step.
     at_full = one_step.one_step_starts(full, np.ones((1, design.n_clusters)))

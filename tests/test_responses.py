@@ -1,4 +1,4 @@
-"""Response lengths joined to judgments (oscar_jax.responses, load_judgments(responses=))."""
+"""Response lengths joined to judgments (oscar_jax.io.responses, load_judgments(responses=))."""
 
 import json
 import os
@@ -8,11 +8,11 @@ import pandas as pd
 import pytest
 
 import oscar_jax as oj
-from oscar_jax.cli import main
-from oscar_jax.data import shared_data_dir
-from oscar_jax.design import build_design
-from oscar_jax.responses import read_responses
-from oscar_jax.validate import OscarInputError
+from oscar_jax.cli.main import main
+from oscar_jax.io.data import shared_data_dir
+from oscar_jax.model.design import build_design
+from oscar_jax.io.responses import read_responses
+from oscar_jax.runtime.validate import OscarInputError
 
 CANDS = ("m-a", "m-b", "m-c")
 # Non-ASCII on purpose: lengths are Unicode characters, not UTF-8 bytes.

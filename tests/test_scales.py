@@ -11,10 +11,10 @@ import pandas as pd
 import pytest
 
 import oscar_jax as oj
-from oscar_jax.cli import main
-from oscar_jax.leaderboard import ELO_SLOPE
-from oscar_jax.scales import draws_board, fastchat_table, scaled_board
-from oscar_jax.filters import select_records
+from oscar_jax.cli.main import main
+from oscar_jax.report.leaderboard import ELO_SLOPE
+from oscar_jax.report.scales import draws_board, fastchat_table, scaled_board
+from oscar_jax.io.filters import select_records
 
 DATA = Path(__file__).resolve().parent / "data"
 BATTLES = str(DATA / "eco_arena.csv")

@@ -14,9 +14,9 @@ import pandas as pd
 import pytest
 
 import oscar_jax as oj
-from oscar_jax.data import detect_schema, load_judgments
-from oscar_jax.schemas import load_arena_hard
-from oscar_jax.validate import OscarInputError
+from oscar_jax.io.data import detect_schema, load_judgments
+from oscar_jax.io.schemas import load_arena_hard
+from oscar_jax.runtime.validate import OscarInputError
 
 DATA = Path(__file__).resolve().parent / "data"
 # Same records coded differently give the same cells and statistics; only the order of

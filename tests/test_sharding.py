@@ -21,7 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from oscar_jax.sharding import pad_replicates, padded_size, replicate_mesh, replicate_sharded, shard_replicates
+from oscar_jax.runtime.sharding import pad_replicates, padded_size, replicate_mesh, replicate_sharded, shard_replicates
 
 ROOT = Path(__file__).resolve().parent.parent
 # Each device runs the same per-replicate program on its rows, so agreement is expected
@@ -90,12 +90,12 @@ TWO_DEVICE_SCRIPT = textwrap.dedent("""
     import jax.numpy as jnp
     import numpy as np
 
-    from oscar_jax.fit_core import fit_core
-    from oscar_jax.params import Layout
-    from oscar_jax.resample import batched_fit_core, batched_fit_core_jit, bootstrap_weights
-    from oscar_jax.sharding import replicate_mesh, replicate_sharded, shard_replicates
+    from oscar_jax.infer.fit_core import fit_core
+    from oscar_jax.model.params import Layout
+    from oscar_jax.bootstrap import batched_fit_core, batched_fit_core_jit, bootstrap_weights
+    from oscar_jax.runtime.sharding import replicate_mesh, replicate_sharded, shard_replicates
     from oscar_jax.simulate import TABLE_G1, simulate, simulate_jit
-    from oscar_jax.spec import parse_model
+    from oscar_jax.model.spec import parse_model
 
     G = 40
     out = {"devices": len(jax.devices())}

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from oscar_jax.cli import main
+from oscar_jax.cli.main import main
 from oscar_jax.sweep.tables import wilson_interval
 
 DATA = Path(__file__).resolve().parent / "data"

@@ -10,10 +10,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from oscar_jax.swap_core import SwapArrays, group_loglik, judge_information, judge_loglik, log_esp, swap_fit_core
+from oscar_jax.infer.swap_core import SwapArrays, group_loglik, judge_information, judge_loglik, log_esp, swap_fit_core
 from oscar_jax.swaps import (calibrate_positions, find_swap_groups, pack_groups, simulate_swap_arrays, simulate_swap_frame,
                              simulate_swaps, swap_average_frame)
-from oscar_jax.validate import OscarInputError
+from oscar_jax.runtime.validate import OscarInputError
 
 # Closed-form / enumeration agreement: both sides are exact sums of ≤ 2^7 terms in float64.
 EXACT = 1e-12

@@ -18,8 +18,8 @@ import pytest
 from scipy.stats import kendalltau, t
 
 import oscar_jax as oj
-from oscar_jax.batching import WORKERS_ENV
-from oscar_jax.cli import main
+from oscar_jax.runtime.batching import WORKERS_ENV
+from oscar_jax.cli.main import main
 from oscar_jax.simulate import TABLE_G1, simulate
 from oscar_jax.sweep import (
     METRICS,
@@ -33,7 +33,7 @@ from oscar_jax.sweep import (
 from oscar_jax.sweep.metrics import CHECKS
 from oscar_jax.sweep import programs
 from oscar_jax.sweep.programs import padded_prompts, simulate_batch
-from oscar_jax.validate import OscarInputError
+from oscar_jax.runtime.validate import OscarInputError
 
 from helpers import n_memory_mappings, record_threads
 

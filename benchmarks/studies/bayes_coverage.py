@@ -36,12 +36,12 @@ from arviz_stats.base import array_stats
 
 import oscar_jax  # noqa: F401  (float64)
 from oscar_jax.bayes import NutsSettings, Priors, model_data, sample_posterior_jit, targets_of_draws
-from oscar_jax.fit_core import fit_core_jit
-from oscar_jax.selection import column_mask
-from oscar_jax.params import Layout
-from oscar_jax.sandwich import covariances, delta_se, targets
+from oscar_jax.infer.fit_core import fit_core_jit
+from oscar_jax.infer.selection import column_mask
+from oscar_jax.model.params import Layout
+from oscar_jax.infer.sandwich import covariances, delta_se, targets
 from oscar_jax.simulate import TABLE_G1, SimParams, simulate_jit
-from oscar_jax.spec import parse_model
+from oscar_jax.model.spec import parse_model
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 Z95 = 1.959963984540054

@@ -28,11 +28,11 @@ if str(ROOT) not in sys.path:
 import oscar_jax  # noqa: F401,E402
 from oscar_jax.bayes import Priors, SviSettings, model_data, targets_of_draws, unconstrained_from_theta  # noqa: E402
 from oscar_jax.bayes._svi import elbo_plateau, run_svi_jit  # noqa: E402
-from oscar_jax.fit_core import fit_core_jit  # noqa: E402
-from oscar_jax.selection import column_mask  # noqa: E402
-from oscar_jax.params import Layout  # noqa: E402
+from oscar_jax.infer.fit_core import fit_core_jit  # noqa: E402
+from oscar_jax.infer.selection import column_mask  # noqa: E402
+from oscar_jax.model.params import Layout  # noqa: E402
 from oscar_jax.simulate import TABLE_G1, simulate_jit  # noqa: E402
-from oscar_jax.spec import parse_model  # noqa: E402
+from oscar_jax.model.spec import parse_model  # noqa: E402
 
 
 def main(argv=None) -> int:

@@ -8,7 +8,6 @@ McNemar, exact sign test) and a Bayesian ordinal / logit model with item effects
 false-positive rates, power and coverage on them.
 """
 
-from .. import _x64  # noqa: F401
 from .analysis import AuditResult, audit
 from .bayes import AuditPosterior, BayesPrior, fit_audit_model
 from .calibrate import (

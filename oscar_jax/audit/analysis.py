@@ -27,10 +27,9 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
-from .. import _x64  # noqa: F401
-from ..convergence import rhat_flag
-from ..render import current_width, fill, fmt_ci, render_table
-from ..validate import OscarInputError, check_choice, check_ci_prob, check_positive_int
+from ..infer.convergence import rhat_flag
+from ..report.render import current_width, fill, fmt_ci, render_table
+from ..runtime.validate import OscarInputError, check_choice, check_ci_prob, check_positive_int
 from .bayes import AuditPosterior, fit_audit_model
 from .data import AuditData
 from .inference import (

@@ -37,7 +37,6 @@ import numpyro
 import numpyro.distributions as dist
 from numpyro.distributions import constraints
 
-from .. import _x64  # noqa: F401
 
 __all__ = ["PROB_EPS", "BayesPrior", "centred_effects", "insert_ref", "logit_model", "logit_model_centred", "model_for",
            "ordinal_log_probs", "ordinal_model", "ordinal_model_centred", "sufficient_stats"]

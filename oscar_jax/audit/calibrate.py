@@ -22,7 +22,6 @@ import numpy as np
 import pandas as pd
 from numpyro.infer import MCMC, NUTS
 
-from .. import _x64  # noqa: F401
 from .bayes_models import BayesPrior, model_for, sufficient_stats
 from .posterior import summarize_draws
 from .inference import METRICS, frequentist_tests

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..validate import OscarInputError, check_choice, resolve_name
+from ..runtime.validate import OscarInputError, check_choice, resolve_name
 
 __all__ = ["DEFAULT_LABELS", "AuditData", "AuditReport", "parse_labels"]
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from .. import _x64  # noqa: F401
 from .measures import agreement, item_means, label_indicators, masked_mean, run_rates
 from .stats import clustered_mcnemar, item_bootstrap, sign_test, ttest_ind
 

@@ -25,9 +25,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..columns import blank, prompt_key, row_label, shown
-from ..readers import read_table
-from ..validate import OscarInputError, check_choice, resolve_name
+from ..io.columns import blank, prompt_key, row_label, shown
+from ..io.readers import read_table
+from ..runtime.validate import OscarInputError, check_choice, resolve_name
 from .data import DEFAULT_LABELS, AuditData, AuditReport, parse_labels
 
 __all__ = ["load_audit"]

@@ -20,7 +20,6 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from .. import _x64  # noqa: F401
 
 __all__ = [
     "agreement",

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..figures import new_figure, save_png
-from ..palette import OKABE_ITO, SERIES
+from ..report.figures import new_figure, save_png
+from ..report.palette import OKABE_ITO, SERIES
 from .inference import METRIC_LABEL, PERCENT_METRICS
 
 __all__ = ["OKABE_ITO", "plot_effects"]

@@ -12,8 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
-from .. import _x64  # noqa: F401
-from ..validate import OscarInputError
+from ..runtime.validate import OscarInputError
 from .bayes_models import PROB_EPS, sufficient_stats
 from .data import AuditData
 
@@ -82,7 +81,7 @@ class AuditPosterior:
         """The ELBO trace as an xarray Dataset (SVI; None for NUTS), as in ``fit_bayes``'s DataTree."""
         if self.elbo is None:
             return None
-        from ..variational import svi_sample_stats
+        from ..infer.variational import svi_sample_stats
 
         return svi_sample_stats(self.elbo)
 

@@ -33,8 +33,7 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
-from .. import _x64  # noqa: F401
-from ..links import sigmoid
+from ..model.links import sigmoid
 from .data import DEFAULT_LABELS, AuditData
 
 __all__ = [

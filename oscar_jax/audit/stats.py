@@ -23,7 +23,6 @@ import jax
 import jax.numpy as jnp
 from jax.scipy.special import betainc, erfc
 
-from .. import _x64  # noqa: F401
 
 __all__ = [
     "ALTERNATIVES",

@@ -6,9 +6,8 @@ import arviz_base
 import jax
 import numpy as np
 
-from .. import _x64  # noqa: F401
-from ..design import Design
-from ..params import Layout
+from ..model.design import Design
+from ..model.params import Layout
 from ._model import effect_kind
 from ._sampler import Draws, targets_of_draws
 

@@ -8,14 +8,13 @@ import time
 import jax
 import numpy as np
 
-from .. import _x64  # noqa: F401
-from ..selection import column_mask
-from ..design import Design
-from ..intervals import CI_KINDS
-from ..problem import prepare
-from ..sandwich import INDEPENDENCE_NOTE
-from ..spec import ModelSpec
-from ..validate import OscarInputError, check_choice, check_ci_prob
+from ..infer.selection import column_mask
+from ..model.design import Design
+from ..results.intervals import CI_KINDS
+from ..model.problem import prepare
+from ..infer.sandwich import INDEPENDENCE_NOTE
+from ..model.spec import ModelSpec
+from ..runtime.validate import OscarInputError, check_choice, check_ci_prob
 from ._datatree import to_datatree
 from ._diagnostics import compute_diagnostics
 from ._model import Priors, effect_kind, model_data

@@ -8,10 +8,10 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from ..figures import new_figure, save_png
-from ..intervals import CI_KIND_NAMES
-from ..palette import COLOURS, GREY
-from ..render import shorten_names, write_tables
+from ..report.figures import new_figure, save_png
+from ..results.intervals import CI_KIND_NAMES
+from ..report.palette import COLOURS, GREY
+from ..report.render import shorten_names, write_tables
 
 __all__ = ["save_idata", "load_idata", "save_result", "plot_forest", "plot_judges", "OKABE_ITO"]
 

@@ -22,12 +22,11 @@ import numpy as np
 import numpyro
 import numpyro.distributions as dist
 
-from .. import _x64  # noqa: F401  (float64 before any array exists)
-from ..derivatives import loss_value
-from ..design import DesignArrays
-from ..model import local_index, local_loss
-from ..params import Layout
-from ..validate import OscarInputError
+from ..infer.derivatives import loss_value
+from ..model.design import DesignArrays
+from ..model.likelihood import local_index, local_loss
+from ..model.params import Layout
+from ..runtime.validate import OscarInputError
 
 __all__ = ["Priors", "ModelData", "CandidateEffectIndex", "PROMPT_EFFECTS", "oscar_model", "prompt_loss",
            "prompt_candidate_loss", "prompt_candidate_index", "candidate_effects", "prompt_prior", "model_data",

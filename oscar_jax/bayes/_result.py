@@ -12,11 +12,11 @@ import pandas as pd
 import xarray as xr
 from arviz_stats.base import array_stats
 
-from ..design import Design
-from ..intervals import CI_KINDS, draw_ranks, interval_request, percentiles, rank_probabilities
-from ..jsonable import finite_or_none as num, records
-from ..params import Layout
-from ..spec import ModelSpec
+from ..model.design import Design
+from ..results.intervals import CI_KINDS, draw_ranks, interval_request, percentiles, rank_probabilities
+from ..results.jsonable import finite_or_none as num, records
+from ..model.params import Layout
+from ..model.spec import ModelSpec
 from ._model import Priors
 from ._sampler import NutsSettings
 
@@ -46,7 +46,7 @@ class BayesResult:
     Attributes
     ----------
     design, spec, effective_spec, layout
-        As for :class:`~oscar_jax.results.FitResult`.
+        As for :class:`~oscar_jax.results.fit.FitResult`.
     mask
         (n_theta,) B.2 mask: 1 = sampled, 0 = held at zero.
     priors

@@ -25,13 +25,12 @@ from numpyro.distributions.transforms import biject_to
 from numpyro.infer.hmc import hmc
 from numpyro.infer.util import potential_energy
 
-from .. import _x64  # noqa: F401
-from ..links import net_preference
-from ..params import Layout
-from ..progress import progress
-from ..prompt_average import QUAD_NODES, marginal_win_prob
-from ..sandwich import field_probability, targets
-from ..validate import OscarInputError, check_positive_int
+from ..model.links import net_preference
+from ..model.params import Layout
+from ..runtime.progress import progress
+from ..model.prompt_average import QUAD_NODES, marginal_win_prob
+from ..infer.sandwich import field_probability, targets
+from ..runtime.validate import OscarInputError, check_positive_int
 from ._model import ModelData, oscar_model, prompt_prior, theta_from_unconstrained
 
 __all__ = ["NutsSettings", "Draws", "sample_posterior", "sample_posterior_jit", "sample_many", "posterior_targets",

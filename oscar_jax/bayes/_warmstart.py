@@ -20,9 +20,8 @@ import jax.numpy as jnp
 import numpy as np
 from numpyro.distributions.transforms import biject_to
 
-from .. import _x64  # noqa: F401
-from ..params import Layout
-from ..problem import Problem
+from ..model.params import Layout
+from ..model.problem import Problem
 from ._model import ModelData, prompt_prior, unconstrained_from_theta
 from ._svi import SviSettings, elbo_plateau, mode_start, run_svi_jit
 

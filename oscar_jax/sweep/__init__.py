@@ -3,9 +3,9 @@
 A *setting* is (N, c, ρ): N judgments (N = K · G prompts), bias multiplier c and
 within-prompt dependence ρ of the Appendix G.1 generator. For each setting the sweep
 draws every replicate's dataset with :func:`oscar_jax.simulate.simulate` (vmapped over
-keys), and for each method fits all replicates with :func:`oscar_jax.fit_core.fit_core`
+keys), and for each method fits all replicates with :func:`oscar_jax.infer.fit_core.fit_core`
 (vmapped over the batch of designs, zero start, λ = 0.05, reference judge 0), computes
-both covariances with :func:`oscar_jax.sandwich.covariances`, the targets and their
+both covariances with :func:`oscar_jax.infer.sandwich.covariances`, the targets and their
 delta-method standard errors, and the per-replicate metrics of Section 7 — all inside
 one jitted function, so a (setting, method) is one compiled program run on a batch.
 

@@ -12,12 +12,11 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
-from .. import _x64  # noqa: F401
-from ..batching import default_vmap_width, host_workers, run_in_order
-from ..progress import progress
-from ..sharding import place_for_mesh, replicate_mesh, to_host
+from ..runtime.batching import default_vmap_width, host_workers, run_in_order
+from ..runtime.progress import progress
+from ..runtime.sharding import place_for_mesh, replicate_mesh, to_host
 from ..simulate import TABLE_G1, SimParams, truth_of
-from ..validate import OscarInputError, check_positive_int
+from ..runtime.validate import OscarInputError, check_positive_int
 from .metrics import CHECKS, ReplicateMetrics
 from .programs import Builder, Program, chunking, padded_prompts
 from .settings import DEFAULT_METHODS, DEFAULT_NS, Setting, method_spec, replicate_keys, settings_grid
@@ -94,7 +93,7 @@ def sweep(ns: Sequence[int] = DEFAULT_NS, reps: int = 100, methods: Sequence = D
         one runs.
     max_iter, gtol : solver limits passed to the fit core.
     vmap_width : replicates fitted side by side within a chunk (default: 1 on CPU, the
-        whole chunk on an accelerator; see :mod:`oscar_jax.batching`).
+        whole chunk on an accelerator; see :mod:`oscar_jax.runtime.batching`).
     show_progress : progress bar on stderr (default: on a TTY; see ``OSCAR_PROGRESS``).
 
     Returns

@@ -1,7 +1,7 @@
 """Figures 3 and 4 of the simulation study: metrics against N, one PNG pair per (c, ρ).
 
 Drawn on a ``matplotlib.figure.Figure`` with the Agg canvas directly (no pyplot, no
-global backend switch), in the package palette (:mod:`oscar_jax.palette`).
+global backend switch), in the package palette (:mod:`oscar_jax.report.palette`).
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..figures import new_figure, save_png
-from ..palette import GREY, SERIES
+from ..report.figures import new_figure, save_png
+from ..report.palette import GREY, SERIES
 
 __all__ = ["plot_sweep"]
 

@@ -22,10 +22,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .. import program_cache
-from ..fit_core import fit_core
-from ..params import Layout
-from ..sandwich import covariances, delta_se, targets
+from ..runtime import program_cache
+from ..infer.fit_core import fit_core
+from ..model.params import Layout
+from ..infer.sandwich import covariances, delta_se, targets
 
 __all__ = ["CHECKS", "METRICS", "ReplicateMetrics", "Z_95", "coverage", "evaluate_replicate", "kendall_tau_b",
            "rmse"]

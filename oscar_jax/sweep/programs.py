@@ -14,10 +14,10 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from .. import program_cache
-from ..batching import map_replicates
-from ..params import Layout
-from ..sharding import replicate_mesh, replicate_sharded
+from ..runtime import program_cache
+from ..runtime.batching import map_replicates
+from ..model.params import Layout
+from ..runtime.sharding import replicate_mesh, replicate_sharded
 from ..simulate import SimParams, record_arrays, simulate
 from .metrics import evaluate_replicate
 
@@ -81,7 +81,7 @@ class Program(NamedTuple):
     sizes: tuple         # (C, K)
     layout: Layout | None
     max_iter: int
-    vmap_width: int | None = None  # fit programs: replicates side by side (oscar_jax.batching)
+    vmap_width: int | None = None  # fit programs: replicates side by side (oscar_jax.runtime.batching)
 
 
 _COMPILED: dict = {}

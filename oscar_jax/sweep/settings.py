@@ -8,8 +8,8 @@ import jax
 import jax.numpy as jnp
 
 from ..simulate import TABLE_G1, SimParams
-from ..spec import ModelSpec, parse_model
-from ..validate import OscarInputError
+from ..model.spec import ModelSpec, parse_model
+from ..runtime.validate import OscarInputError
 
 __all__ = ["DEFAULT_METHODS", "DEFAULT_NS", "Setting", "TABLE_G2_CONTROLS", "TABLE_G2_N", "main_and_controls",
            "method_spec", "replicate_keys", "settings_grid"]

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from ..simulate import SimParams
-from ..validate import OscarInputError
+from ..runtime.validate import OscarInputError
 from .metrics import CHECKS, METRICS
 from .settings import method_spec
 
@@ -60,7 +60,7 @@ class SweepResult:
     the metrics of :data:`METRICS`, ``ok`` and one flag per B.3 check, solver statistics.
     ``timings`` has one row per (setting, method): compile and run seconds (``run_s``: the
     seconds of its chunk calls, which overlap other methods' calls where chunks run side by
-    side on host threads, :mod:`oscar_jax.batching`).
+    side on host threads, :mod:`oscar_jax.runtime.batching`).
     """
 
     replicates: pd.DataFrame

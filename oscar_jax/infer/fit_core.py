@@ -1,0 +1,267 @@
+"""The jit-able, vmap-able fit core: column selection, multi-start solve, B.3 checks.
+
+``fit_core`` is one pure function of (design arrays, cluster weights, starts). A single
+full-data fit calls it once; a bootstrap calls ``jax.vmap`` of it over a (B, G) weight
+matrix; a simulation sweep vmaps it over a batch of simulated designs too. Nothing in
+here touches names, pandas or Python-side state.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from .derivatives import expected_information, value_grad_hess
+from ..model.design import DesignArrays, cell_stats_from_cluster_weights
+from ..model.params import Layout
+from ..runtime.program_cache import persistent_jit, register_pytree_names
+from .selection import column_mask, components_connected
+from .solver import at_active_bound, lm_minimize
+from .starts import draw_seeded_starts
+
+__all__ = ["FitCore", "fit_core", "fit_core_seeded", "penalized_vgh", "STATIONARITY_TOL"]
+
+STATIONARITY_TOL = 1e-7  # B.3(1): ‖∇L‖∞ / N
+
+
+class FitCore(NamedTuple):
+    """Per-fit arrays (a leading batch axis when vmapped). Checks follow Appendix B.3."""
+
+    theta: jax.Array          # (P,) estimate (zeros at fixed coordinates)
+    mask: jax.Array           # (P,) 1 = free coordinate, 0 = fixed at zero (B.2)
+    objective: jax.Array      # penalized objective at theta
+    start_objectives: jax.Array  # (S,) objective reached from each start
+    n_iter: jax.Array
+    converged: jax.Array
+    status: jax.Array
+    weight: jax.Array         # N = total record weight
+    grad_inf: jax.Array       # ‖projected ∇L_N‖∞ (penalized)
+    stationary: jax.Array     # grad_inf / N ≤ 1e-7
+    n_free: jax.Array         # dim θ after column selection
+    n_identified: jax.Array   # eigenvalues of R̂ᵀŴR̂ above max(1e-12, 1e-10·largest)
+    identified: jax.Array
+    min_eig: jax.Array        # smallest / largest eigenvalue of the penalized Hessian (free block); NaN if not computed
+    max_eig: jax.Array
+    curvature_ok: jax.Array
+    at_bound: jax.Array       # some v_k at ±v_bound
+    n_clusters: jax.Array     # clusters with positive weight (G)
+    clusters_ok: jax.Array    # G > dim θ
+    connected: jax.Array
+    point_ok: jax.Array       # all checks except G > dim θ (valid point estimate; bootstrap/sweep replicates)
+    ok: jax.Array             # all checks passed
+    hess: jax.Array           # (P, P) penalized observed Hessian, identity on fixed coordinates
+    info: jax.Array           # (P, P) expected information R̂ᵀŴR̂ (unpenalized), zero on fixed
+
+
+def penalized_vgh(arrays: DesignArrays, stats, layout: Layout, ridge):
+    """θ ↦ (f, ∇f, ∇²f) of the penalized objective L(θ) + (λ/2)‖θ‖² (Eq. 4), unmasked."""
+    eye = jnp.eye(layout.n_theta)
+
+    def vgh(theta):
+        f, g, h = value_grad_hess(theta, arrays, stats, layout)
+        return f + 0.5 * ridge * jnp.sum(theta ** 2), g + ridge * theta, h + ridge * eye
+
+    return vgh
+
+
+def _extreme_eigs(m):
+    """(smallest, largest) eigenvalue of a symmetric matrix.
+
+    A positive definite matrix (Cholesky succeeds: every fit that passes B.3) has its
+    eigenvalues equal to its singular values, and on CPU the SVD costs half of
+    ``eigvalsh``; an indefinite one takes ``eigvalsh`` (under ``vmap`` both run).
+    """
+    pd = jnp.all(jnp.isfinite(jnp.linalg.cholesky(m)))
+
+    def from_svd(x):
+        sv = jnp.linalg.svd(x, compute_uv=False)
+        return sv[-1], sv[0]
+
+    def from_eigh(x):
+        ev = jnp.linalg.eigvalsh(x)
+        return ev[0], ev[-1]
+
+    return jax.lax.cond(pd, from_svd, from_eigh, m)
+
+
+def _filled_free_block(matrix, mask):
+    """(matrix with its fixed coordinates set to the free block's mean diagonal, the free block's trace).
+
+    The mean diagonal lies inside the free block's spectrum, so the filled matrix has the
+    free block's extreme eigenvalues.
+    """
+    n_free = jnp.maximum(jnp.sum(mask), 1.0)
+    trace = jnp.sum(jnp.diag(matrix) * mask)
+    return matrix * jnp.outer(mask, mask) + jnp.diag((1.0 - mask) * trace / n_free), trace
+
+
+# B.3's eigenvalue thresholds: λ counts when λ > max(1e-12, rel · λ_max).
+IDENTIFIED_REL = 1e-10   # B.3(2), eigenvalues of R̂ᵀŴR̂
+CURVATURE_REL = 1e-13    # B.3(3), smallest eigenvalue of the penalized Hessian
+
+
+def _above(x, largest, rel):
+    """x > max(1e-12, rel · largest): the one form of both B.3 thresholds."""
+    return x > jnp.maximum(1e-12, rel * largest)
+
+
+def _certified_above(filled, trace, rel):
+    """Whether every eigenvalue of ``filled`` exceeds max(1e-12, rel · largest), shown without the spectrum.
+
+    Cholesky L gives λ_min ≥ 1/‖L⁻¹‖²_F and a positive definite matrix has trace ≥ λ_max,
+    so a bound above the threshold at the trace proves the check. False means "not
+    shown" (Cholesky failed, or the bound is too loose): then compute the spectrum. A
+    Cholesky and a triangular solve cost a fraction of a P × P SVD.
+    """
+    chol = jnp.linalg.cholesky(filled)
+    inv = jax.scipy.linalg.solve_triangular(chol, jnp.eye(filled.shape[0], dtype=filled.dtype), lower=True)
+    lower = 1.0 / jnp.sum(inv ** 2)
+    return jnp.all(jnp.isfinite(inv)) & (trace > 0) & _above(lower, trace, rel)
+
+
+def _curvature(hess, mask, eigenvalues: bool):
+    """(ok, smallest, largest eigenvalue) of the penalized Hessian's free block (B.3(3)).
+
+    ok: the smallest eigenvalue exceeds max(1e-12, 1e-13 · largest). ``eigenvalues=False``
+    (replicates, whose spectra nobody reads) settles the check by :func:`_certified_above`
+    when it can and returns NaN eigenvalues then; an uncertified block gets its spectrum
+    either way.
+    """
+    filled, trace = _filled_free_block(hess, mask)
+
+    def from_spectrum(m):
+        lo, hi = _extreme_eigs(m)
+        return _above(lo, hi, CURVATURE_REL), lo, hi
+
+    if eigenvalues:
+        return from_spectrum(filled)
+    nan = jnp.full((), jnp.nan, hess.dtype)
+    return jax.lax.cond(_certified_above(filled, trace, CURVATURE_REL), lambda m: (jnp.bool_(True), nan, nan),
+                        from_spectrum, filled)
+
+
+def _n_identified(info, mask, certify: bool = True):
+    """Eigenvalues of R̂ᵀŴR̂ above max(1e-12, 1e-10·largest) (B.3(2)).
+
+    The SVD counts them: R̂ᵀŴR̂ is positive semi-definite, so its eigenvalues are its
+    singular values (half the cost of eigvalsh on CPU). ``certify`` (replicates) first
+    tries :func:`_certified_above`: every free eigenvalue above the threshold, the count
+    the SVD would give, shown without it (one P × P SVD saved per replicate). A single fit
+    skips the certificate: the same count, a smaller program to compile.
+    """
+    def counted(m):
+        eigs = jnp.linalg.svd(m, compute_uv=False)
+        return jnp.sum(_above(eigs, jnp.max(eigs), IDENTIFIED_REL))
+
+    if not certify:
+        return counted(info)
+    filled, trace = _filled_free_block(info, mask)
+    return jax.lax.cond(_certified_above(filled, trace, IDENTIFIED_REL), lambda m: jnp.round(jnp.sum(mask)).astype(jnp.int64),
+                        counted, info)
+
+
+def fit_core(arrays: DesignArrays, omega, theta_starts, *, layout: Layout, n_clusters: int,
+             ridge=0.05, v_bound=15.0, max_iter: int = 100, gtol=1e-12, mask=None, stats=None,
+             eigenvalues: bool = True) -> FitCore:
+    """Penalized fit from several starts; keeps the smallest objective (B.3).
+
+    Parameters
+    ----------
+    arrays : design arrays.
+    omega : (G,) prompt-cluster weights (ones: the data as observed; multinomial counts:
+        a bootstrap replicate; 0/1: a fold).
+    theta_starts : (S, P) starting points (zero and N(0, 0.08²) in the paper).
+    mask : optional (P,) fixed-coordinate mask; default: B.2 column selection on the
+        weighted data (so it is redone on every replicate).
+    stats : optional (C_, 3) cell statistics of ``omega`` when already known (the
+        full-data fit passes ``arrays.stats``), saving one segment sum over the pairs.
+    gtol : solver tolerance on ‖∇‖∞ relative to N. Far stricter than B.3's 1e-7 so that
+        fits by different paths (warm/cold starts, sharded batches) agree to ~1e-10;
+        quadratic convergence makes it cost at most one extra Newton step.
+    eigenvalues : static; False skips the Hessian's extreme eigenvalues where a Cholesky
+        bound already settles the curvature check (``min_eig``, ``max_eig`` NaN there), and
+        the identification count's SVD where the same bound settles it: replicates of a
+        bootstrap or a sweep, which report the checks, not the spectra. True (a single
+        fit) computes both spectra and skips the bounds: the same checks, a smaller program.
+    """
+    if stats is None:
+        stats = cell_stats_from_cluster_weights(arrays, omega, arrays.a.shape[0])
+    if mask is None:
+        mask = column_mask(arrays, stats, layout)
+    vgh = penalized_vgh(arrays, stats, layout, ridge)
+    is_v = jnp.asarray(layout.v_mask)
+    lo = jnp.where(is_v, -v_bound, -jnp.inf)
+    hi = jnp.where(is_v, v_bound, jnp.inf)
+    weight = jnp.sum(stats[:, 0])
+    gtol_abs = gtol * jnp.maximum(weight, 1.0)
+
+    # Continuation in three phases when γ is learned: (1) freeze the log-sensitivities:
+    # for fixed v, η is linear in (u, b), the penalized loss is strictly convex and plain
+    # Newton converges in a few steps; this avoids the strongly indefinite Hessian at
+    # θ = 0, where ∂η/∂v = 0. (2) Freeze the scores: the problem separates by judge.
+    # (3) Free everything and converge to the strict tolerance. Phases 1–2 stop early
+    # (‖∇‖∞ ≤ 1e-3 N); only phase 3 decides convergence, from any start.
+    if layout.structure.learn_gamma:
+        is_u = jnp.zeros(layout.n_theta, bool).at[layout.theta_blocks["u"]].set(True)
+        masks = jnp.stack([mask * ~is_v, mask * ~is_u, mask])
+        loose = 1e-3 * jnp.maximum(weight, 1.0)
+        tols = jnp.stack([loose, loose, gtol_abs])
+    else:
+        masks, tols = mask[None, :], gtol_abs[None]
+
+    def solve(theta0):
+        return lm_minimize(vgh, theta0 * mask, lo, hi, masks, tols, max_iter=max_iter)
+
+    # The starts run one after another (lax.map), not vmapped: with a batch axis the
+    # segment sums of the derivative assembly lose their fast path, and two vmapped starts
+    # cost ~3× one start against 2× in sequence. Replicates are still vmapped outside.
+    runs = jax.lax.map(solve, theta_starts)
+    # Prefer converged runs; among them the smallest objective.
+    score = jnp.where(runs.converged, runs.objective, jnp.inf)
+    best = jnp.where(jnp.any(runs.converged), jnp.argmin(score), jnp.argmin(runs.objective))
+    pick = lambda x: x[best]  # noqa: E731
+    sol = jax.tree_util.tree_map(pick, runs)
+
+    theta = sol.theta
+    grad_proj = jnp.where(at_active_bound(theta, sol.grad, lo, hi), 0.0, sol.grad)
+    grad_inf = jnp.max(jnp.abs(grad_proj))
+    n_free = jnp.sum(mask)
+
+    info = expected_information(theta, arrays, stats, layout) * jnp.outer(mask, mask)
+    n_identified = _n_identified(info, mask, certify=not eigenvalues)
+
+    curvature, min_eig, max_eig = _curvature(sol.hess, mask, eigenvalues)
+    at_bound = jnp.any(is_v & (mask > 0) & (jnp.abs(theta) >= v_bound - 1e-9))
+
+    g_eff = jnp.sum(omega > 0)
+    connected = components_connected(arrays, stats, layout.n_cand)
+    stationary = grad_inf / jnp.maximum(weight, 1e-300) <= STATIONARITY_TOL
+    identified = n_identified == n_free
+    clusters_ok = g_eff > n_free
+    point_ok = stationary & identified & curvature & ~at_bound & connected
+    ok = point_ok & clusters_ok
+    return FitCore(
+        theta=theta, mask=mask, objective=sol.objective, start_objectives=runs.objective,
+        n_iter=sol.n_iter, converged=sol.converged, status=sol.status, weight=weight,
+        grad_inf=grad_inf, stationary=stationary, n_free=n_free, n_identified=n_identified,
+        identified=identified, min_eig=min_eig, max_eig=max_eig, curvature_ok=curvature,
+        at_bound=at_bound, n_clusters=g_eff, clusters_ok=clusters_ok, connected=connected,
+        point_ok=point_ok, ok=ok, hess=sol.hess, info=info,
+    )
+
+
+def fit_core_seeded(arrays: DesignArrays, omega, seed, *, n_starts: int, layout: Layout, n_clusters: int,
+                    ridge=0.05, v_bound=15.0, max_iter: int = 100, stats=None) -> FitCore:
+    """:func:`fit_core` from ``seeded_starts(layout, n_starts, seed)``, drawn inside the same
+    program: a single fit is one compiled program, not two (each costs a warm process
+    ~0.05–0.1 s to load). The draws are bit-identical to :func:`~oscar_jax.infer.starts.seeded_starts`.
+    (Explicit keywords: :func:`~oscar_jax.runtime.program_cache.persistent_jit` keys on them.)"""
+    return fit_core(arrays, omega, draw_seeded_starts(seed, n_starts, layout.n_theta), layout=layout,
+                    n_clusters=n_clusters, ridge=ridge, v_bound=v_bound, max_iter=max_iter, stats=stats)
+
+
+register_pytree_names(FitCore, DesignArrays)
+fit_core_jit = persistent_jit(fit_core, static_argnames=("layout", "n_clusters", "max_iter", "eigenvalues"))
+fit_core_seeded_jit = persistent_jit(fit_core_seeded, static_argnames=("n_starts", "layout", "n_clusters", "max_iter"))

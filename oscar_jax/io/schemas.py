@@ -1,0 +1,301 @@
+"""Extra input conventions of the ecosystem (registered into ``oscar_jax.io.data.SCHEMAS``).
+
+Every convention becomes the canonical frame of :mod:`oscar_jax.io.data` with the
+*displayed* order kept (slot A = the response shown first). Detection picks the one
+schema whose required columns are present (marker columns break ties); ``schema=`` /
+``--schema`` overrides it.
+
+=========== ============================================ =====================================
+schema      columns                                      outcome coding → Y (slot A score)
+=========== ============================================ =====================================
+arena       model_a, model_b, winner [question_id,       model_a → 1, model_b → 0, tie → ½,
+            judge]  (FastChat battles; in data.py)       tie (bothbad) → ½ (kept apart)
+evalica     left, right, winner [question_id, judge]     left → 1, right → 0, tie → ½
+crowdkit    worker, left, right, label [task]            label = the winner's id (no ties)
+alpacaeval  generator_1, generator_2, preference         1 → 1, 2 → 0, 1.5 or legacy 0 → ½,
+            [instruction, annotator, output_1/2]         p ∈ (1, 2) → 2 − p (graded); null
+                                                         preference dropped (format rule)
+arena-hard  model, games[].score [baseline,              game 1 shows (baseline, model), game 2
+            question_id | uid, judge, strong_weight]     (model, baseline); A>B / A>>B → 1,
+                                                         A=B → ½, B>A / B>>A → 0; a game with a
+                                                         null score is dropped (format rule)
+=========== ============================================ =====================================
+
+Arena-hard ``>>`` verdicts carry weight ``strong_weight`` (default 1; arena-hard-auto's
+own default is 3, which counts such a verdict as three independent ones and narrows the
+intervals accordingly, cf. arena-hard-auto issue #51). The baseline is not stored in
+arena-hard-auto v0.1 rows: give it with ``baseline=`` (:func:`load_arena_hard`, CLI
+``--baseline``) or a ``baseline`` column.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from .columns import finish_frame, judge_names, name_column, outcome_from_labels, prompt_ids, require_columns, row_label, shown
+from .data import LoadReport, Schema, load_judgments, register_schema
+from .readers import read_table
+from ..runtime.validate import OscarInputError
+
+__all__ = [
+    "ARENA_HARD_LABELS",
+    "EVALICA_WINNERS",
+    "load_arena_hard",
+]
+
+EVALICA_WINNERS = {"left": (1.0, ""), "right": (0.0, ""), "tie": (0.5, "tie")}
+
+# Verdict label → (slot-A score, strong verdict?). Both spellings of each verdict occur in
+# arena-hard-auto's label_to_score table (show_result.py).
+ARENA_HARD_LABELS = {
+    "A>>B": (1.0, True), "A>B": (1.0, False), "A=B": (0.5, False), "B>A": (0.0, False),
+    "B>>A": (0.0, True), "B<<A": (1.0, True), "B<A": (1.0, False), "B=A": (0.5, False),
+    "A<B": (0.0, False), "A<<B": (0.0, True),
+}
+
+
+def _prompt_column(frame: pd.DataFrame, names) -> str:
+    """The first of ``names`` present (the last one is reported as absent when none is)."""
+    for name in names:
+        if name in frame.columns:
+            return name
+    return names[0]
+
+
+# ---------------------------------------------------------------------------------------
+# evalica: left, right, winner ∈ {left, right, tie}
+# ---------------------------------------------------------------------------------------
+
+def _convert_evalica(frame: pd.DataFrame, report: LoadReport, options: dict) -> pd.DataFrame:
+    require_columns(frame, ("left", "right", "winner"), "evalica")
+    y, kind = outcome_from_labels(frame["winner"], "winner", EVALICA_WINNERS, False, frame)
+    out = {
+        "prompt": prompt_ids(frame, _prompt_column(frame, ("question_id", "prompt")), report),
+        "candidate_a": name_column(frame, "left"),
+        "candidate_b": name_column(frame, "right"),
+        "judge": judge_names(frame, "judge", report, default="judge"),
+        "outcome": y,
+        "tie_kind": kind,
+    }
+    return finish_frame(frame, out)
+
+
+# ---------------------------------------------------------------------------------------
+# crowd-kit: worker, left, right, label = winner's id
+# ---------------------------------------------------------------------------------------
+
+def _convert_crowdkit(frame: pd.DataFrame, report: LoadReport, options: dict) -> pd.DataFrame:
+    require_columns(frame, ("worker", "left", "right", "label"), "crowdkit")
+    left, right = name_column(frame, "left"), name_column(frame, "right")
+    label = name_column(frame, "label")
+    a_won = (label == left).to_numpy()
+    b_won = (label == right).to_numpy()
+    bad = ~(a_won | b_won)
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        raise OscarInputError(
+            f"column 'label' {row_label(frame, row)}: {label.iloc[row]!r} is neither the left item "
+            f"{left.iloc[row]!r} nor the right item {right.iloc[row]!r}; crowd-kit labels hold the "
+            "winner's id and the format has no ties (use the evalica or oscar schema for ties)"
+        )
+    out = {
+        "prompt": prompt_ids(frame, _prompt_column(frame, ("task", "question_id", "prompt")), report),
+        "candidate_a": left,
+        "candidate_b": right,
+        "judge": name_column(frame, "worker"),
+        "outcome": a_won.astype(float),
+        "tie_kind": np.full(len(frame), "", dtype=object),
+    }
+    return finish_frame(frame, out)
+
+
+# ---------------------------------------------------------------------------------------
+# AlpacaEval annotations: generator_1, generator_2, preference ∈ {1, 2, 1.5, 0} or [1, 2]
+# ---------------------------------------------------------------------------------------
+
+def _alpaca_preference(raw, row: str) -> tuple[float, str]:
+    number = None
+    if not isinstance(raw, bool):
+        try:
+            number = float(raw)
+        except (TypeError, ValueError):
+            number = None
+    if number is None or not math.isfinite(number) or not (number == 0.0 or 1.0 <= number <= 2.0):
+        raise OscarInputError(
+            f"column 'preference' {row}: {shown(raw)!r} is not an AlpacaEval preference; expected "
+            "1 (output_1 wins), 2 (output_2 wins), 1.5 or legacy 0 (draw), or a value in [1, 2] "
+            "from a weighted annotator"
+        )
+    if number == 0.0 or number == 1.5:
+        return 0.5, "tie"
+    return 2.0 - number, ""
+
+
+def _convert_alpacaeval(frame: pd.DataFrame, report: LoadReport, options: dict) -> pd.DataFrame:
+    require_columns(frame, ("generator_1", "generator_2", "preference"), "alpacaeval")
+    # AlpacaEval itself drops annotations that are not preferences (failed annotator calls).
+    null = frame["preference"].isna().to_numpy()
+    report.dropped["annotations with a null preference (format rule)"] = int(null.sum())
+    frame = frame.loc[~null].reset_index(drop=True)
+    pairs = [_alpaca_preference(v, row_label(frame, i)) for i, v in enumerate(frame["preference"].to_numpy())]
+    frame = frame.copy()
+    for side, col in (("a", "output_1"), ("b", "output_2")):
+        if col in frame.columns and f"text_{side}" not in frame.columns and f"len_{side}" not in frame.columns:
+            frame[f"text_{side}"] = frame[col]
+    report.notes.append(
+        "AlpacaEval stores preferences relative to output_1/output_2, not the (randomized) order "
+        "the annotator saw; slot A is output_1, so position effects are not identified from this file"
+    )
+    out = {
+        "prompt": prompt_ids(frame, _prompt_column(frame, ("instruction", "question_id", "prompt")), report),
+        "candidate_a": name_column(frame, "generator_1"),
+        "candidate_b": name_column(frame, "generator_2"),
+        "judge": judge_names(frame, "annotator", report, default="alpacaeval"),
+        "outcome": np.array([p[0] for p in pairs], dtype=float),
+        "tie_kind": np.array([p[1] for p in pairs], dtype=object),
+    }
+    return finish_frame(frame, out)
+
+
+# ---------------------------------------------------------------------------------------
+# arena-hard-auto judgments: model, games[0..1].score; game 2 is position-swapped
+# ---------------------------------------------------------------------------------------
+
+def _game_score(game):
+    if isinstance(game, dict):
+        return game.get("score")
+    return game
+
+
+def _convert_arena_hard(frame: pd.DataFrame, report: LoadReport, options: dict) -> pd.DataFrame:
+    require_columns(frame, ("model", "games"), "arena-hard")
+    if "baseline" not in frame.columns:
+        raise OscarInputError(
+            "schema 'arena-hard': the rows carry no 'baseline' column, and arena-hard-auto v0.1 files "
+            "do not record the baseline model; pass it with --baseline NAME (Python: "
+            "oscar_jax.io.schemas.load_arena_hard(path, baseline='gpt-4-0314')) or add a 'baseline' field"
+        )
+    strong = 1.0
+    if "strong_weight" in frame.columns:
+        values = pd.to_numeric(frame["strong_weight"], errors="coerce").to_numpy(dtype=float)
+        if not np.all(np.isfinite(values) & (values > 0)) or np.ptp(values) != 0:
+            raise OscarInputError(
+                "column 'strong_weight': the weight of '>>' verdicts must be one positive number for "
+                f"the whole file, got {sorted(set(frame['strong_weight'].astype(str)))[:5]}"
+            )
+        strong = float(values[0])
+    model = name_column(frame, "model")
+    baseline = name_column(frame, "baseline")
+    pid_col = _prompt_column(frame, ("question_id", "uid", "prompt"))
+    rows = []
+    n_null = 0
+    for i in range(len(frame)):
+        games = frame["games"].iloc[i]
+        if isinstance(games, np.ndarray):
+            games = games.tolist()
+        if not isinstance(games, (list, tuple)) or not 1 <= len(games) <= 2:
+            raise OscarInputError(
+                f"column 'games' {row_label(frame, i)}: expected a list of one or two games with a 'score' each "
+                f"(game 1: baseline shown first; game 2: positions swapped), got {games!r:.80}"
+            )
+        for g, game in enumerate(games):
+            score = _game_score(game)
+            if score is None or (isinstance(score, float) and math.isnan(score)):
+                n_null += 1  # arena-hard-auto drops judgments without a verdict
+                continue
+            label = str(score).strip().replace(" ", "")
+            if label not in ARENA_HARD_LABELS:
+                raise OscarInputError(
+                    f"column 'games' {row_label(frame, i)} game {g + 1}: unknown verdict {score!r}; expected one "
+                    f"of {sorted(ARENA_HARD_LABELS)}"
+                )
+            y, is_strong = ARENA_HARD_LABELS[label]
+            # Displayed order: game 1 shows the baseline as A; game 2 swaps the positions.
+            a, b = (baseline.iloc[i], model.iloc[i]) if g == 0 else (model.iloc[i], baseline.iloc[i])
+            rows.append((i, a, b, y, "tie" if y == 0.5 else "", strong if is_strong else 1.0))
+    report.dropped["arena-hard games with a null score (format rule)"] = n_null
+    # One input row holds two games (records); count records, as every other schema does.
+    report.n_input = len(rows) + n_null
+    report.notes.append(f"{len(frame)} arena-hard judgment rows → {len(rows) + n_null} games (records)")
+    if not rows:
+        raise OscarInputError("schema 'arena-hard': no game has a verdict")
+    idx = np.array([r[0] for r in rows])
+    games_frame = frame.iloc[idx].reset_index(drop=True).drop(columns=["games"])
+    base_w = (pd.to_numeric(games_frame["weight"], errors="coerce").to_numpy(dtype=float)
+              if "weight" in games_frame.columns else np.ones(len(rows)))
+    games_frame["weight"] = base_w * np.array([r[5] for r in rows])
+    if pid_col in games_frame.columns:
+        prompts = prompt_ids(games_frame, pid_col, report)
+    else:
+        # Both games of one judgment row judge the same prompt: keep them in one cluster.
+        report.notes.append("no 'question_id'/'uid' column: each judgment row (two games) is its own prompt cluster")
+        prompts = pd.Series([f"row-{i}" for i in idx], dtype=object)
+    out = {
+        "prompt": prompts,
+        "candidate_a": pd.Series([r[1] for r in rows], dtype=object).astype(str),
+        "candidate_b": pd.Series([r[2] for r in rows], dtype=object).astype(str),
+        "judge": judge_names(games_frame, "judge", report, default="judge"),
+        "outcome": np.array([r[3] for r in rows], dtype=float),
+        "tie_kind": np.array([r[4] for r in rows], dtype=object),
+    }
+    if strong != 1.0:
+        report.notes.append(f"arena-hard '>>' verdicts weighted {strong:g} (strong_weight)")
+    return finish_frame(games_frame, out)
+
+
+def load_arena_hard(source, *, baseline: str | None = None, strong_weight: float | None = None,
+                    keep_columns=()) -> tuple[pd.DataFrame, LoadReport]:
+    """Read arena-hard-auto judgment rows, supplying what the rows themselves may lack.
+
+    Parameters
+    ----------
+    source
+        JSONL path (one judgment row per line), DataFrame or list of dicts with ``model``,
+        ``games`` and optionally ``question_id``/``uid``, ``judge``, ``baseline``.
+    baseline
+        Baseline model shown in slot A of game 1 (fills or must agree with a ``baseline``
+        column), e.g. ``"gpt-4-0314"`` for arena-hard-auto v0.1.
+    strong_weight
+        Weight of a ``>>`` verdict (default 1; arena-hard-auto uses 3).
+
+    Returns
+    -------
+    frame, report
+        As :func:`~oscar_jax.io.data.load_judgments`.
+    """
+    raw, name = read_table(source)
+    raw.columns = [str(c).strip() for c in raw.columns]
+    if baseline is not None:
+        if "baseline" in raw.columns:
+            given = raw["baseline"].astype(str).str.strip()
+            clash = (given != str(baseline)).to_numpy()
+            if clash.any():
+                row = int(np.flatnonzero(clash)[0])
+                raise OscarInputError(
+                    f"column 'baseline' row {row + 1}: {given.iloc[row]!r} differs from baseline={baseline!r}; "
+                    "drop one of the two"
+                )
+        raw["baseline"] = str(baseline)
+    if strong_weight is not None:
+        w = float(strong_weight)
+        if not (math.isfinite(w) and w > 0):
+            raise OscarInputError(f"strong_weight must be a positive number, got {strong_weight!r}")
+        raw["strong_weight"] = w
+    frame, report = load_judgments(raw, schema="arena-hard", keep_columns=keep_columns)
+    report.source = name
+    return frame, report
+
+
+register_schema(Schema("evalica", ("left", "right", "winner"), _convert_evalica,
+                       "evalica: left, right, winner ∈ {left, right, tie}", marker=("winner",)))
+register_schema(Schema("crowdkit", ("worker", "left", "right", "label"), _convert_crowdkit,
+                       "crowd-kit: worker, left, right, label = the winner's id", marker=("worker", "label")))
+register_schema(Schema("alpacaeval", ("generator_1", "generator_2", "preference"), _convert_alpacaeval,
+                       "AlpacaEval annotations: preference 1 / 2 / 1.5 (legacy 0 = draw)",
+                       marker=("preference",)))
+register_schema(Schema("arena-hard", ("model", "games"), _convert_arena_hard,
+                       "arena-hard-auto judgments: games[].score A>>B … B>>A, game 2 position-swapped",
+                       marker=("games",)))

@@ -1,0 +1,300 @@
+"""Jitted functions whose traced programs persist across processes (``jax.export``).
+
+JAX's persistent compilation cache (:mod:`oscar_jax.runtime.compile_cache`) skips XLA's compile
+step in a new process, but its key is the lowered program, so every process still
+traces and lowers each function first: for the fit core that is 1–2 s of Python, most
+of a warm ``oscar fit``. :func:`persistent_jit` also stores the *lowered* program
+(``jax.export``, StableHLO) per (function, static arguments, argument shapes), so a new
+process deserializes it in milliseconds, and the compile step then hits the compile
+cache. The program run is the same StableHLO the plain jit would compile, so results
+are bit-identical (tests/test_program_cache.py).
+
+Used only while the compile cache is on (``OSCAR_JAX_CACHE_DIR``, default
+``~/.cache/oscar_jax/xla``; the files go to its ``exported/`` subfolder). Entries are
+keyed by a digest of the package's source, JAX's version and the backend, so editing
+oscar_jax or upgrading JAX never reuses a stale program. Calls under a trace (inside
+another jit, vmap or grad), and anything ``jax.export`` cannot serialize, take the
+plain jit path. :func:`exported` gives the same store to code that lowers ahead of time
+(the simulation sweep's per-method programs).
+
+A whole-process command (the CLI) can also compile ahead (:func:`compile_ahead`): while
+the main thread compiles the fit, one worker thread traces and compiles (or loads) the
+programs that will report on it (``prepare``), from argument shapes known before the fit.
+XLA already spreads one compilation over the cores and releases the GIL meanwhile, so what
+this buys is the worker's Python (tracing, lowering, loading) running inside the fit's
+compilation instead of after it. Off by default: a library loop would pay for programs it
+may never call.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import os
+import threading
+import weakref
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
+from functools import lru_cache
+from pathlib import Path
+
+import jax
+
+from . import compile_cache
+
+__all__ = ["RUN_ONCE", "compile_ahead", "exported", "forget", "persistent_jit", "register_pytree_names"]
+
+_FAILED = object()
+_ALL: "weakref.WeakSet[_PersistentJit]" = weakref.WeakSet()
+_AHEAD: dict = {"pool": None}
+
+
+@contextmanager
+def compile_ahead():
+    """Within this block ``prepare`` compiles on a worker thread (see the module docstring)."""
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="oscar-compile")
+    previous, _AHEAD["pool"] = _AHEAD["pool"], pool
+    try:
+        yield
+    finally:
+        _AHEAD["pool"] = previous
+        pool.shutdown(wait=False)  # what it started still finishes, for a later call to use
+
+
+def register_pytree_names(*types) -> None:
+    """Let ``jax.export`` (de)serialize these NamedTuples as inputs or outputs."""
+    for cls in types:
+        try:
+            jax.export.register_namedtuple_serialization(cls, serialized_name=f"{cls.__module__}.{cls.__qualname__}")
+        except ValueError:  # registered already (a module reloaded)
+            pass
+
+
+@lru_cache(maxsize=1)
+def _environment_digest() -> str:
+    """Package source + JAX versions + backend: any change gives new program keys."""
+    h = hashlib.sha256()
+    root = Path(__file__).resolve().parents[1]  # the whole package, not this folder
+    for path in sorted(root.rglob("*.py")):
+        h.update(str(path.relative_to(root)).encode())
+        h.update(path.read_bytes())
+    import jaxlib
+
+    h.update(f"{jax.__version__}|{jaxlib.__version__}|{jax.default_backend()}|"
+             f"{jax.config.jax_enable_x64}".encode())
+    return h.hexdigest()
+
+
+def _folder() -> Path | None:
+    where = compile_cache.cache_dir()
+    return None if where is None else where / "exported"
+
+
+def _top_level() -> bool:
+    """False inside a trace (jit, vmap, grad), where even concrete arguments become part
+    of the enclosing program: the plain jit is what that program should inline."""
+    try:
+        from jax._src import core
+
+        return bool(core.trace_state_clean())
+    except (ImportError, AttributeError):  # another JAX: the tracer check alone decides
+        return True
+
+
+def _fast_signature(leaf):
+    try:
+        return (leaf.shape, leaf.dtype, getattr(leaf, "weak_type", False))
+    except AttributeError:  # a Python scalar: its type decides the (weak) dtype
+        return type(leaf)
+
+
+def _signature_of(leaf) -> str:
+    if isinstance(leaf, jax.ShapeDtypeStruct):
+        aval = jax.core.ShapedArray(leaf.shape, leaf.dtype, weak_type=leaf.weak_type)
+    else:
+        aval = jax.typeof(leaf)
+    return f"{aval.str_short()}{'w' if getattr(aval, 'weak_type', False) else ''}"
+
+
+class _PersistentJit:
+    def __init__(self, fun, static_argnames: tuple[str, ...], compiler_options: dict | None = None):
+        self._fun = fun
+        self._static = tuple(static_argnames)
+        self._options = compiler_options
+        self._jit = jax.jit(fun, static_argnames=self._static)
+        # JAX accepts compiler options on a top-level jit only; under a trace the plain
+        # jit is inlined into the enclosing program, which has its own.
+        self._top = self._jit if compiler_options is None else jax.jit(
+            fun, static_argnames=self._static, compiler_options=compiler_options)
+        params = inspect.signature(fun).parameters.values()
+        # Calls are keyed by parameter name; a keyword absorbed by **kw (or an argument by
+        # *args) would send every call to the plain jit, silently, in every process.
+        variadic = [("*" if p.kind == p.VAR_POSITIONAL else "**") + p.name
+                    for p in params if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+        if variadic:
+            raise TypeError(f"persistent_jit needs named parameters; {fun.__qualname__} takes {variadic[0]}")
+        self._positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        self._names = {p.name for p in params}
+        self._programs: dict = {}
+        self._lock = threading.Lock()
+        self.__wrapped__ = fun
+        self.__doc__ = fun.__doc__
+        self.__name__ = getattr(fun, "__name__", "program")
+        _ALL.add(self)
+
+    def __getattr__(self, name):  # lower, eval_shape, _cache_size, … of the plain jit
+        return getattr(self._jit, name)
+
+    def _split(self, args, kwargs):
+        """(fast key, text-key parts) of a call, or None where the plain jit must run it."""
+        if len(args) > len(self._positional) or any(k not in self._names for k in kwargs):
+            return None  # let jit raise its usual error
+        given = dict(zip(self._positional, args))  # cheaper than Signature.bind (hot loops call this)
+        given.update(kwargs)
+        static = {k: given[k] for k in self._static if k in given}
+        dynamic = {k: v for k, v in given.items() if k not in self._static}
+        leaves, tree = jax.tree_util.tree_flatten(dynamic)
+        if not _top_level() or any(isinstance(x, jax.core.Tracer) for x in leaves):
+            return None
+        try:  # a cheap hashable key for this process; the text key only on a miss
+            fast = (tuple(static.items()), tree, tuple(map(_fast_signature, leaves)))
+            hash(fast)
+        except TypeError:  # an unhashable static argument
+            return None
+        return fast, static, dynamic, tree, leaves
+
+    def _program(self, folder: Path, split):
+        fast, static, dynamic, tree, leaves = split
+        static_text = repr(sorted(static.items()))
+        if " at 0x" in static_text:  # a static argument without a stable text form
+            return _FAILED
+        key = (static_text, str(tree), tuple(_signature_of(x) for x in leaves))
+        return self._load_or_export(folder, key, static, dynamic)
+
+    def __call__(self, *args, **kwargs):
+        folder = _folder()
+        split = None if folder is None else self._split(args, kwargs)
+        if split is None:
+            return (self._top if _top_level() else self._jit)(*args, **kwargs)
+        fast, dynamic = split[0], split[2]
+        program = self._programs.get(fast)
+        if isinstance(program, Future):
+            program = program.result()
+            if program is not _FAILED:
+                try:
+                    out = program(dynamic)
+                except TypeError:  # compiled for other argument types: compile as usual
+                    program = None
+                else:
+                    self._programs[fast] = program
+                    return out
+            program = None  # compile as usual (this replaces the future below)
+        if program is None:
+            with self._lock:  # chunks called side by side (batching.run_in_order): load or export once
+                program = self._programs.get(fast)
+                if program is None or isinstance(program, Future):
+                    program = self._programs[fast] = self._program(folder, split)
+        if program is _FAILED:
+            return self._top(*args, **kwargs)
+        return program(dynamic)
+
+    def preload(self, *args, **kwargs) -> None:
+        """Trace and lower (or load) the program of this call now; compile it at the call.
+
+        Before :meth:`prepare` of other programs, it keeps the worker's tracing, which
+        holds the GIL, off this thread's tracing and inside its compilation, which does not.
+        """
+        folder = _folder()
+        split = None if folder is None else self._split(args, kwargs)
+        if split is not None and split[0] not in self._programs:
+            self._programs[split[0]] = self._program(folder, split)
+
+    def prepare(self, *args, **kwargs) -> None:
+        """Start loading or compiling the program of this call on the worker thread.
+
+        Arguments as for a call, arrays or ``jax.ShapeDtypeStruct``; a no-op unless
+        :func:`compile_ahead` is on and the program cache is, or where the program is
+        known already. A call with the same argument types then waits for it.
+        """
+        pool, folder = _AHEAD["pool"], _folder()
+        split = None if pool is None or folder is None else self._split(args, kwargs)
+        if split is None or split[0] in self._programs:
+            return
+
+        def compile_now():
+            try:
+                program = self._program(folder, split)
+                return program if program is _FAILED else program.lower(split[2]).compile()
+            except Exception:  # noqa: BLE001 (the call compiles as usual)
+                return _FAILED
+
+        self._programs[split[0]] = pool.submit(compile_now)
+
+    def _load_or_export(self, folder: Path, key, static: dict, dynamic: dict):
+        fun = self._fun
+        name = f"{fun.__module__}.{fun.__qualname__}"
+        exp = _exported_in(folder, self.__name__, repr((name, key)), lambda dyn: fun(**dyn, **static), (dynamic,))
+        return _FAILED if exp is None else jax.jit(exp.call, compiler_options=self._options)
+
+
+def _exported_in(folder: Path, label: str, key_text: str, fun, args):
+    digest = hashlib.sha256(repr((key_text, _environment_digest())).encode()).hexdigest()[:40]
+    path = folder / f"{label}-{digest}.stablehlo"
+    if path.exists():
+        try:
+            return jax.export.deserialize(bytearray(path.read_bytes()))
+        except Exception:  # truncated or foreign file: export again
+            pass
+    try:
+        exp = jax.export.export(jax.jit(fun))(*args)
+        blob = exp.serialize()
+    except Exception:  # a callback or another construct export cannot store
+        return None
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
+        tmp.write_bytes(blob)
+        os.replace(tmp, path)
+    except OSError:
+        pass
+    return exp
+
+
+def exported(label: str, key_text: str, fun, args):
+    """The stored ``jax.export`` program of ``fun(*args)``, exported now if absent; None when
+    the cache is off or ``fun`` cannot be exported (then lower ``fun`` as usual).
+
+    ``key_text`` must identify ``fun`` and every constant it closes over (its static
+    arguments); ``args`` may be arrays or ``jax.ShapeDtypeStruct``. Run it with
+    ``jax.jit(result.call)`` on arguments of the same shapes.
+    """
+    folder = _folder()
+    if folder is None or " at 0x" in key_text:
+        return None
+    return _exported_in(folder, label, key_text, fun, args)
+
+
+def forget() -> None:
+    """Drop the programs loaded in this process (the next call loads or exports again)."""
+    for wrapper in list(_ALL):
+        wrapper._programs.clear()
+
+
+def persistent_jit(fun=None, *, static_argnames=(), compiler_options=None):
+    """``jax.jit(fun, static_argnames=…, compiler_options=…)`` whose lowered programs persist
+    across processes.
+
+    Static arguments must have a stable ``repr`` (ints, strings, frozen dataclasses such
+    as :class:`~oscar_jax.model.params.Layout`); NamedTuple inputs and outputs must be
+    registered with :func:`register_pytree_names`.
+    """
+    if fun is None:
+        return lambda f: _PersistentJit(f, tuple(static_argnames), compiler_options)
+    return _PersistentJit(fun, tuple(static_argnames), compiler_options)
+
+
+# For programs that run once per result on θ-sized arrays (targets, their delta-method
+# SEs): XLA's backend optimisations cost a third of their compile time and save
+# microseconds of run time. Over the records they pay on large data (the covariances at
+# 10⁶ records: 0.16 s optimised, 0.21 s not; sandwich.covariances_program).
+RUN_ONCE = {"xla_backend_optimization_level": 0}
