@@ -19,6 +19,8 @@ from .compare import CompareResult, compare
 from .report.leaderboard import arena_leaderboard, arena_text
 from .infer.batch_fit import BatchFit, fit_batch
 from .bootstrap import BootstrapResult, bootstrap
+from .plan import plan
+from .results.plan import PlanResult
 from .results.fit import FitResult
 from .sweep import SweepResult, kendall_tau_b, release_compiled, sweep
 from .simulate import TABLE_G1, SimParams, simulate, simulate_design, simulate_frame
@@ -70,6 +72,7 @@ __all__ = [
     "OscarFitWarning",
     "OscarNoteWarning",
     "OscarInputError",
+    "PlanResult",
     "__version__",
     "arena_leaderboard",
     "arena_text",
@@ -81,6 +84,7 @@ __all__ = [
     "load_judgments",
     "median_abs_log_discrepancy",
     "parse_model",
+    "plan",
     "simulate",
     "simulate_design",
     "simulate_frame",

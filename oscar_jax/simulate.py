@@ -38,8 +38,8 @@ from .model.params import Layout
 from .model.prompt_average import marginal_win_prob
 from .model.spec import ModelSpec, parse_model
 
-__all__ = ["SimParams", "SimTruth", "SimData", "family_map_of", "record_arrays", "simulate", "simulate_design",
-           "simulate_frame", "TABLE_G1"]
+__all__ = ["SimParams", "SimTruth", "SimData", "copula_verdicts", "family_map_of", "generating_prob", "record_arrays",
+           "simulate", "simulate_design", "simulate_frame", "TABLE_G1"]
 
 # The generating model of Appendix G: learned γ, position, length and family biases.
 GENERATOR = parse_model("oscar")
@@ -194,7 +194,7 @@ def simulate(key, n_prompts: int, params: SimParams = TABLE_G1, controls=None) -
     judge = jnp.tile(jnp.arange(n_j, dtype=jnp.int32), g)
     prompt = jnp.repeat(jnp.arange(g, dtype=jnp.int32), n_j)
     ra, rb, rl = a[prompt], b[prompt], length[prompt]
-    arrays, y = _records(p, params, controls, judge, prompt, ra, rb, p["s"][ra], p["s"][rb], rl, k_cl, k_ind, g)
+    arrays, y = _records(params, controls, judge, prompt, ra, rb, p["s"][ra], p["s"][rb], rl, k_cl, k_ind, g)
     return SimData(arrays=arrays, y=y, prompt=prompt, more_verbose_first=nu[a] > nu[b], truth=truth_of(params))
 
 
@@ -206,24 +206,35 @@ def record_arrays(a, b, k, z, stats, prompt) -> DesignArrays:
                         pair_stats=stats)
 
 
-def _records(p, params: SimParams, controls, judge, prompt, ra, rb, sa, sb, rl, k_cl, k_ind, n_prompts: int):
-    """Verdicts of every record (η* of scores ``sa``, ``sb``, Gaussian copula per prompt) as DesignArrays.
+def generating_prob(params: SimParams, c, judge, ra, rb, sa, sb, rl):
+    """(σ(η*), F) of judgments: candidates ``ra`` (score ``sa``) in slot A and ``rb`` in slot B,
+    judge ``judge``, length contrast ``rl``, biases scaled by ``c``.
 
     η* and σ(η*) come from the package's one predictor (:func:`oscar_jax.model.likelihood.local_prob`)
-    with the generating coefficients (γ*, c β*) of each record's judge.
+    with the generating coefficients (γ*, c β*) of each record's judge; F from the generator's families.
     """
-    c, rho = controls
+    p = params.arrays()
     jf, cf = p["judge_family"][judge], p["candidate_family"]
     fam = (cf[ra] == jf).astype(jnp.float64) - (cf[rb] == jf).astype(jnp.float64)
     phi = jnp.stack([sa, sb, jnp.asarray(params.log_gamma, jnp.float64)[judge], c * p["beta_pos"][judge],
                      c * p["beta_len"][judge], c * p["beta_fam"][judge]])
-    z = jnp.stack([rl, fam])
-    prob = local_prob(phi, z, params.layout(GENERATOR))
+    return local_prob(phi, jnp.stack([rl, fam]), params.layout(GENERATOR)), fam
+
+
+def copula_verdicts(prob, eps_prompt, eps_record, rho):
+    """Y = 1{U < p}, U = Φ(√ρ ε_g + √(1−ρ) ε_t): verdicts with within-prompt dependence ρ (Appendix G)."""
+    u = jax.scipy.stats.norm.cdf(jnp.sqrt(rho) * eps_prompt + jnp.sqrt(1.0 - rho) * eps_record)
+    return (u < prob).astype(jnp.float64)
+
+
+def _records(params: SimParams, controls, judge, prompt, ra, rb, sa, sb, rl, k_cl, k_ind, n_prompts: int):
+    """Verdicts of every record (:func:`generating_prob`, Gaussian copula per prompt) as DesignArrays."""
+    c, rho = controls
+    prob, fam = generating_prob(params, c, judge, ra, rb, sa, sb, rl)
     n = judge.shape[0]
     eps_cl = jax.random.normal(k_cl, (n_prompts,))
     eps_ind = jax.random.normal(k_ind, (n,))
-    u = jax.scipy.stats.norm.cdf(jnp.sqrt(rho) * eps_cl[prompt] + jnp.sqrt(1.0 - rho) * eps_ind)
-    y = (u < prob).astype(jnp.float64)
+    y = copula_verdicts(prob, eps_cl[prompt], eps_ind, rho)
     stats = jnp.stack([jnp.ones(n), y, jnp.zeros(n)], axis=1)
     arrays = record_arrays(ra.astype(jnp.int32), rb.astype(jnp.int32), judge, jnp.stack([rl, fam], axis=1), stats,
                            prompt)
@@ -252,7 +263,7 @@ def _simulate_prompt_candidate(key, n_prompts: int, params: SimParams, controls)
     prompt = (row // n_pair).astype(jnp.int32)
     ra, rb, rl = a[row], b[row], length[row]
     # s*_{i,g} = s*_i + w_{g,i}: the prompt's own scores
-    arrays, y = _records(p, params, controls, judge, prompt, ra, rb, p["s"][ra] + w[prompt, ra], p["s"][rb] + w[prompt, rb], rl,
+    arrays, y = _records(params, controls, judge, prompt, ra, rb, p["s"][ra] + w[prompt, ra], p["s"][rb] + w[prompt, rb], rl,
                          k_cl, k_ind, g)
     first = jnp.arange(g) * n_pair
     return SimData(arrays=arrays, y=y, prompt=prompt, more_verbose_first=nu[a[first]] > nu[b[first]],
