@@ -283,6 +283,24 @@ def test_a_judgment_pool_limits_the_choice(close_pair):
     assert taken <= set(map(tuple, pool.to_numpy()))
 
 
+def test_numbers_the_data_do_not_determine_are_flagged_in_every_output(capsys):
+    frame = judgments(3, {"a": 0.3, "b": 0.0, "c": -0.3}, {"j1": (1.0, 0.0), "j2": (1.0, 0.2)}, 20)
+    wins = [(f"w{i}", "z", n, j, "A") for i, (n, j) in enumerate([(n, j) for n in "abc" for j in ("j1", "j2")] * 3)]
+    frame = pd.concat([frame, pd.DataFrame(wins, columns=frame.columns)], ignore_index=True)  # z never loses
+    p = oj.plan(frame, "j+p", budget=20, target="top1")
+    rows = p.summary["rows"]
+    assert (rows.flag == "unbounded").all() and rows[["lo", "hi", "width", "width_after"]].isna().all().all()
+    assert p.summary["p_top1"]["before"] is None and "z not determined" in p.summary["p_top1"]["flag"]
+    payload = json.loads(oj.results.jsonable.to_json(p.to_dict()))
+    assert payload["top_pair"]["width"] is None and payload["rows"][0]["width_after"] is None
+    assert "not determined" in repr(p)
+    from oscar_jax.report.plan_text import plan_text
+
+    text = plan_text(p.summary, p.batch)
+    assert "P(correct top-1)         not determined (z not determined by the data)" in text
+    assert "0.000" not in text.split("target quantities")[1].split("by judge")[0]
+
+
 # ---------------------------------------------------------------------------------- the command
 
 def test_the_batch_is_input_to_oscar_fit(close_pair, tmp_path, capsys):

@@ -8,11 +8,14 @@ from .render import fill, render_table
 
 __all__ = ["plan_text"]
 
-_QUANTITY = {"q": "q(a beats b)", "kappa": "κ", "D": "D"}
+def _label(quantity: str, a: str, b: str) -> str:
+    return f"q({a} beats {b})" if quantity == "q" else f"{'κ' if quantity == 'kappa' else 'D'} {a}"
 
 
-def _flagged(value, flag, spec: str) -> str:
-    return f"not determined ({flag})" if flag else format(value, spec)
+def _before_after(entry: dict) -> str:
+    if entry["flag"]:
+        return f"not determined ({entry['flag']})"
+    return f"{entry['before']:.3f} → {entry['after']:.3f}"
 
 
 def plan_text(summary: dict, batch: pd.DataFrame, out=None, head: int = 5) -> str:
@@ -28,17 +31,13 @@ def plan_text(summary: dict, batch: pd.DataFrame, out=None, head: int = 5) -> st
              else f"not determined ({top['flag']})")
     lines += [
         "expected now → after the batch (at the current estimates; see docs/plan.md)",
-        f"  P(correct top-1)         {_flagged(p1['before'], p1['flag'], '.3f')} → "
-        f"{_flagged(p1['after'], p1['flag'], '.3f')}   (leader {p1['leader']})",
-        f"  E[Kendall τ] vs truth    {_flagged(tau['before'], tau['flag'], '.3f')} → "
-        f"{_flagged(tau['after'], tau['flag'], '.3f')}",
+        f"  P(correct top-1)         {_before_after(p1)}   (leader {p1['leader']})",
+        f"  E[Kendall τ] vs truth    {_before_after(tau)}",
         f"  {level} interval width of q({top['a']} beats {top['b']}): {width}",
         "",
     ]
     rows = s["rows"].copy()
-    rows["what"] = [f"{_QUANTITY[q]} {a}" + (f" vs {b}" if b else "") for q, a, b in zip(rows.quantity, rows.a, rows.b)]
-    for col in ("lo", "hi", "width", "width_after"):
-        rows[col] = [None if f else v for v, f in zip(rows[col], rows["flag"])]
+    rows["what"] = [_label(q, a, b) for q, a, b in zip(rows.quantity, rows.a, rows.b)]
     rows["flag"] = rows["flag"].fillna("")
     lines += [f"target quantities ({level} intervals, cluster sandwich)",
               render_table(rows, [("what", "quantity", ""), ("estimate", "estimate", ".3f"), ("lo", "lo", ".3f"),

@@ -44,8 +44,8 @@ def _row(key, values, se0, se1, z, names, judges, status, beta_pos) -> dict:
         flag = status["candidates"][i] or status["candidates"][j]
         lo0, hi0 = sigmoid(h - z * se0), sigmoid(h + z * se0)
         lo1, hi1 = sigmoid(h - z * se1), sigmoid(h + z * se1)
-        return {"quantity": "q", "a": names[i], "b": names[j], "estimate": float(sigmoid(h)), "lo": float(lo0),
-                "hi": float(hi0), "width": float(hi0 - lo0), "width_after": float(hi1 - lo1), "flag": flag}
+        return _masked({"quantity": "q", "a": names[i], "b": names[j], "estimate": float(sigmoid(h)), "lo": float(lo0),
+                        "hi": float(hi0), "width": float(hi0 - lo0), "width_after": float(hi1 - lo1), "flag": flag})
     _, k = key
     if kind == "log_kappa":
         v = float(np.asarray(values.log_kappa)[k])
@@ -56,9 +56,16 @@ def _row(key, values, se0, se1, z, names, judges, status, beta_pos) -> dict:
         slope = max((1.0 - d * d) / 2.0, 1e-300)  # dD/dβ: the rows' standard errors are D's
         ends = net_preference(beta + z * np.array([-se0, se0, -se1, se1]) / slope)
         est, flag = d, status["D"][k]
-    return {"quantity": "kappa" if kind == "log_kappa" else "D", "a": judges[k], "b": "", "estimate": est,
-            "lo": float(ends[0]), "hi": float(ends[1]), "width": float(ends[1] - ends[0]),
-            "width_after": float(ends[3] - ends[2]), "flag": flag}
+    return _masked({"quantity": "kappa" if kind == "log_kappa" else "D", "a": judges[k], "b": "", "estimate": est,
+                    "lo": float(ends[0]), "hi": float(ends[1]), "width": float(ends[1] - ends[0]),
+                    "width_after": float(ends[3] - ends[2]), "flag": flag})
+
+
+def _masked(row: dict) -> dict:
+    """A width the data do not determine is flagged, never given as a number (NaN; null in JSON)."""
+    if row["flag"]:
+        row.update({col: np.nan for col in ("lo", "hi", "width", "width_after")})
+    return row
 
 
 def plan_summary(result: FitResult, target, cand, alloc, crit, keys, values, grads, budget: float, *,
@@ -91,6 +98,7 @@ def plan_summary(result: FitResult, target, cand, alloc, crit, keys, values, gra
     top_now, top_after = se_now_after(gh[lead, second][None])
     top = _row(("h", lead, second), values, float(top_now[0]), float(top_after[0]), z, names, judges, status, beta)
     flagged = [n for n, f in zip(names, status["candidates"]) if f]
+    undetermined = f"{', '.join(flagged)} not determined by the data" if flagged else None
 
     counts = alloc.counts
     chosen = counts > 0
@@ -119,8 +127,10 @@ def plan_summary(result: FitResult, target, cand, alloc, crit, keys, values, gra
         notes.append(f"stopped after spending {alloc.spent:g} of {budget:g}: no remaining judgment reduces the "
                      "target's expected uncertainty")
     if flagged:
-        notes.append(f"not determined by the data: {', '.join(flagged)} (see oscar fit); probabilities and widths "
-                     "involving them are flagged, and the normal approximation behind them does not hold")
+        notes.append(f"not determined by the data: {', '.join(flagged)} (see oscar fit): probabilities and widths "
+                     "involving them are flagged (their normal approximation does not hold), and the information of "
+                     "their judgments at the estimate is near zero, so the greedy cannot value them — the random "
+                     "share (--explore) is what compares them; raise it, or add their judgments by hand")
     fixed = int(np.sum(np.asarray(result.core.mask) == 0))
     if fixed:
         notes.append(f"{fixed} coefficient(s) fixed at 0 by column selection (B.2) are not planned for")
@@ -129,9 +139,10 @@ def plan_summary(result: FitResult, target, cand, alloc, crit, keys, values, gra
         "model": result.effective_spec.name, "budget": float(budget), "spent": alloc.spent,
         "judgments": int(counts.sum()), "ci_prob": result.ci_prob, "prompts": "new" if pool is None else
         ("judgment pool" if pool.judgments is not None else "prompt pool"),
-        "p_top1": {"before": p_before, "after": p_after, "flag": "not determined" if flagged else None,
-                   "leader": names[lead]},
-        "kendall_tau": {"before": tau[0], "after": tau[1], "flag": "not determined" if flagged else None},
+        "p_top1": {"before": None if flagged else p_before, "after": None if flagged else p_after,
+                   "flag": undetermined, "leader": names[lead]},
+        "kendall_tau": {"before": None if flagged else tau[0], "after": None if flagged else tau[1],
+                        "flag": undetermined},
         "top_pair": top, "rows": rows, "by_judge": by_judge, "pairs": pairs, "notes": notes,
     }
 
@@ -147,14 +158,11 @@ class PlanResult:
 
     def to_dict(self) -> dict:
         out = {k: v for k, v in self.summary.items() if not isinstance(v, pd.DataFrame)}
+        out["top_pair"] = {c: (None if isinstance(v, float) and np.isnan(v) else v) for c, v in out["top_pair"].items()}
         for key in ("rows", "by_judge", "pairs"):
             frame = self.summary[key]
             out[key] = [{c: (None if isinstance(v, float) and np.isnan(v) else v) for c, v in r.items()}
                         for r in frame.to_dict(orient="records")]
-        for row in out["rows"] + [out["top_pair"]]:
-            if row.get("flag"):
-                for col in ("lo", "hi", "width", "width_after"):
-                    row[col] = None  # a width the data do not determine is not printed as a number
         out["batch_size"] = int(len(self.batch))
         return out
 
@@ -170,6 +178,7 @@ class PlanResult:
         return atomic_write(path, lambda tmp: self.batch.to_json(tmp, orient="records", lines=True, force_ascii=False))
 
     def __repr__(self) -> str:
-        s = self.summary
+        s, p1 = self.summary, self.summary["p_top1"]
+        top = (f"{p1['before']:.3f} → {p1['after']:.3f}" if not p1["flag"] else f"not determined ({p1['flag']})")
         return (f"PlanResult({s['judgments']} judgments, target {s['target']}, spent {s['spent']:g} of "
-                f"{s['budget']:g}; P(correct top-1) {s['p_top1']['before']:.3f} → {s['p_top1']['after']:.3f})")
+                f"{s['budget']:g}; P(correct top-1) {top})")
