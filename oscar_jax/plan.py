@@ -138,19 +138,19 @@ class Candidates(NamedTuple):
 
 
 def _length_effects(design, terms) -> np.ndarray:
-    """(C,) m with L ≈ m_a − m_b: least squares on the observed length contrasts (zero without
-    a length term). A planned judgment's responses are not yet measured; its L is predicted."""
+    """(C,) m with L ≈ m_a − m_b: weighted least squares on the observed length contrasts, Σ m = 0
+    (zero without a length term). A planned judgment's responses are not yet measured; its L is
+    predicted. Normal equations by cell sums: (XᵀWX + 11ᵀ) m = XᵀWL, X the ±1 incidence."""
     c = design.n_cand
     if "len" not in terms:
         return np.zeros(c)
     arr = design.arrays
     a, b, w, L = (np.asarray(x) for x in (arr.a, arr.b, arr.stats[:, 0], arr.z[:, 0]))
-    x = np.zeros((len(a) + 1, c))
-    x[np.arange(len(a)), a] = 1.0
-    x[np.arange(len(a)), b] = -1.0
-    x[-1] = 1.0  # Σ m = 0 fixes the free constant
-    root = np.sqrt(np.append(w, 1.0))
-    return np.linalg.lstsq(x * root[:, None], np.append(L, 0.0) * root, rcond=None)[0]
+    gram = np.diag(np.bincount(a, w, c) + np.bincount(b, w, c))
+    np.add.at(gram, (a, b), -w)
+    np.add.at(gram, (b, a), -w)
+    rhs = np.bincount(a, w * L, c) - np.bincount(b, w * L, c)
+    return np.linalg.solve(gram + 1.0, rhs)
 
 
 def candidate_judgments(design, layout: Layout, terms, judge_cost: np.ndarray, pool_cells=None) -> Candidates:

@@ -370,6 +370,21 @@ def test_bad_names_exit_2(close_pair, tmp_path, option, message, capsys):
     assert message in capsys.readouterr().err
 
 
+def test_predicted_length_contrasts_are_the_least_squares_fit(sim_fit):
+    d = sim_fit.design
+    arr = d.arrays
+    a, b, w, length = (np.asarray(x) for x in (arr.a, arr.b, arr.stats[:, 0], arr.z[:, 0]))
+    cand = candidate_judgments(d, sim_fit.layout, ("len",), np.ones(d.n_judge))
+    m = np.zeros(d.n_cand)   # read m back off the candidates: L(a, b) = m_a − m_b, Σ m = 0
+    for i in range(d.n_cand):
+        m[i] = np.mean(cand.z[cand.a == i, 0]) * (d.n_cand - 1) / d.n_cand
+    x = np.zeros((len(a) + 1, d.n_cand))
+    x[np.arange(len(a)), a], x[np.arange(len(a)), b], x[-1] = 1.0, -1.0, 1.0
+    root = np.sqrt(np.append(w, 1.0))
+    dense = np.linalg.lstsq(x * root[:, None], np.append(length, 0.0) * root, rcond=None)[0]
+    np.testing.assert_allclose(m, dense, rtol=0, atol=TIGHT)
+
+
 def test_candidates_cover_every_ordered_pair_and_judge(sim_fit):
     r = sim_fit
     cand = candidate_judgments(r.design, r.layout, r.effective_spec.terms, np.ones(r.design.n_judge))
