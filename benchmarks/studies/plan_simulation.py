@@ -351,7 +351,9 @@ def main(argv=None) -> dict:
 
 def _interval(x, lo, hi, fmt) -> str:
     def f(v):
-        return "∞" if np.isinf(v) else ("–" if np.isnan(v) else format(v, fmt))
+        if np.isinf(v):
+            return "∞" if v > 0 else "−∞"
+        return "–" if np.isnan(v) else format(v, fmt)
 
     return f"{f(x)} [{f(lo)}, {f(hi)}]"
 

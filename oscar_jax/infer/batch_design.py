@@ -53,8 +53,8 @@ __all__ = ["Allocation", "Criterion", "RELATIVE_VARIANCE_WEIGHT", "criterion_val
 
 SECANT_EVERY = 16  # greedy steps between recomputations of the sign criterion's secant steps
 
-# δ of the sign criterion: 1 % of a wrong sign per halving of a gap's variance, far below the
-# sign term's own slope (~0.3 per unit relative variance at a tied gap) until that vanishes.
+# δ of the sign criterion: shrinking a gap's variance to nothing is worth 1 % of a wrong sign, far
+# below the sign term's own slope (~0.3 per unit of V/V⁰ at a tied gap) until that vanishes.
 RELATIVE_VARIANCE_WEIGHT = 0.01
 
 
