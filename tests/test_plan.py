@@ -391,3 +391,34 @@ def test_candidates_cover_every_ordered_pair_and_judge(sim_fit):
     c, k = r.design.n_cand, r.design.n_judge
     assert len(cand.a) == c * (c - 1) * k and np.all(cand.a != cand.b)
     assert len(set(zip(cand.a, cand.b, cand.k))) == len(cand.a)
+
+
+# ---------------------------------------------------------------------------------- the studies
+
+def test_the_simulation_study_runs(tmp_path):
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from benchmarks.studies import plan_simulation
+
+    out = plan_simulation.main(["--quick", "--out", str(tmp_path / "sim")])
+    assert set(out["rows"].arm) == set(plan_simulation.ARMS)
+    assert (tmp_path / "sim.md").read_text(encoding="utf-8").startswith("# oscar plan: simulation")
+    assert len(out["budgets"]) == 6
+
+
+def test_the_replay_study_runs(tmp_path):
+    import sys
+    from pathlib import Path
+
+    from helpers import shared_data
+
+    shared_data("mtbench")
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from benchmarks.studies import plan_replay
+
+    out = plan_replay.main(["--quick", "--out", str(tmp_path / "replay")])
+    assert set(out["rows"].arm) == set(plan_replay.ARMS) and len(out["rows"]) == 6
+    first = out["rows"][out["rows"].share == 0.1]
+    assert first.width_top.nunique() == 1  # every arm starts from the same revealed judgments
