@@ -36,12 +36,12 @@ from .infer.judgment_info import information_factors_jit, plan_targets_jit
 from .io.pool import Pool, read_pool
 from .model.params import Layout
 from .model.problem import as_design
-from .model.spec import parse_model
+from .model.spec import ModelSpec, parse_model
 from .results.fit import FitResult
 from .results.plan import PlanResult, plan_summary
 from .runtime.validate import OscarInputError, check_positive_int, resolve_name
 
-__all__ = ["EXPLORE", "Candidates", "Target", "allocate", "candidate_judgments", "check_budget", "check_explore",
+__all__ = ["EXPLORE", "Candidates", "Target", "allocate", "candidate_judgments", "check_budget", "check_explore", "check_model",
            "parse_costs", "parse_target", "place_judgments", "plan", "spread_over_prompts"]
 
 # Share of each batch spent at random (uniformly over pairs, orders and judges, per unit
@@ -113,6 +113,16 @@ def check_budget(budget) -> float:
     if not (math.isfinite(value) and value > 0):
         raise OscarInputError(f"budget must be a positive finite number, got {budget!r}; e.g. --budget 2000")
     return value
+
+
+def check_model(model) -> ModelSpec:
+    """The model to plan with (default OSCAR): any fractional-tie model."""
+    spec = parse_model("oscar" if model is None else model)
+    if spec.ties == "davidson":
+        raise OscarInputError(f"model {spec.name!r}: plan supports the fractional-tie models (j…, bt…, oscar); a "
+                              "Davidson judgment's information has rank two — plan with the same terms and "
+                              "fractional ties")
+    return spec
 
 
 def check_explore(explore) -> float:
@@ -323,13 +333,10 @@ def plan(data, model: str | None = None, *, budget, target="top1", costs=None, p
     seed = check_positive_int("seed", seed, minimum=0)
     draws = check_positive_int("draws", draws, minimum=100)
     from_fit = isinstance(data, FitResult)
-    spec = data.spec if from_fit and model is None else parse_model("oscar" if model is None else model)
+    spec = check_model(data.spec if from_fit and model is None else model)
     if from_fit and spec.structure() != data.spec.structure():
         raise OscarInputError(f"model {model!r}: a plan from a fit uses the fit's model ({data.spec.name}); "
                               "leave model out or fit the data with it first")
-    if spec.ties == "davidson":
-        raise OscarInputError(f"model {spec.name!r}: plan supports the fractional-tie models (j…, bt…, oscar); a Davidson "
-                              "judgment's information has rank two — plan with the same terms and fractional ties")
     pool = None if prompts is None else read_pool(prompts)
     design = data.design if from_fit else as_design(
         data, schema=schema, reference_judge=reference_judge, family_map=family_map)

@@ -346,6 +346,8 @@ def test_the_table_summary(close_pair, tmp_path, capsys):
     (["--out", "next.txt"], ".csv or .jsonl"),
     (["--seed", "-1"], "--seed must be an integer"),
     (["--explore", "1"], "explore must be a share in [0, 1)"),
+    (["--model", "davidson+plf"], "fractional-tie"),
+    (["--model", "j+q"], "unknown term letter"),
     (["--prompts", "/nonexistent/pool.jsonl"], "does not exist"),
 ])
 def test_bad_options_exit_2_before_the_data_are_read(option, message, capsys):
@@ -358,7 +360,6 @@ def test_bad_options_exit_2_before_the_data_are_read(option, message, capsys):
 @pytest.mark.parametrize("option, message", [
     (["--judges", "nobody=2"], "judge 'nobody' is not in the data"),
     (["--target", "pairs:a,zz"], "candidate 'zz' is not in the data"),
-    (["--model", "davidson+plf"], "fractional-tie"),
     (["--budget", "0.5", "--judges", "j1=1,j2=1"], "below the cheapest"),
 ])
 def test_bad_names_exit_2(close_pair, tmp_path, option, message, capsys):

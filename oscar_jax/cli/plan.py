@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 from ..io.pool import read_pool
-from ..plan import EXPLORE, TARGET_HELP, check_budget, check_explore, parse_costs, parse_target, plan
+from ..plan import EXPLORE, TARGET_HELP, check_budget, check_explore, check_model, parse_costs, parse_target, plan
 from ..report.plan_text import plan_text
 from ..results.plan import OUTPUT_SUFFIXES
 from ..runtime.validate import OscarInputError, check_ci_prob, check_positive_int
@@ -66,6 +66,7 @@ def _check_out(path) -> Path | None:
 def run(args) -> int:
     # Every option is checked before the data are read or anything is fitted.
     budget = check_budget(args.budget)
+    check_model(args.model)
     explore = check_explore(args.explore)
     target = parse_target(args.target)
     costs = parse_costs(args.judges)
