@@ -17,6 +17,7 @@ import numpy as np
 
 from .infer.fit_core import fit_core_seeded_jit
 from .model.problem import Problem, as_design, prepare
+from .results.boards import score_board
 from .results.fit import FitResult, prepare_report_programs
 from .model.spec import ModelSpec, parse_model
 from .infer.starts import start_points
@@ -217,7 +218,8 @@ def small_data_advice(result: FitResult, *, ci: str = "sandwich", ridge: float |
     if extra and d.n_records / n_free < RECORDS_PER_PARAMETER and ci in ("sandwich", "model"):
         smaller = "j+p" if "pos" in eff.terms else "j"
         alt = companion_fit(result, smaller, ridge=ridge, seed=seed, warn=False)
-        alt_board = alt.leaderboard(ci).set_index("candidate").loc[board.candidate]
+        # Its score intervals only (no status, no identification): the width is all the note reads.
+        alt_board = score_board(alt, ci=ci).set_index("candidate").loc[board.candidate]
         ratio = float(np.median((board.score_hi - board.score_lo).to_numpy()
                                 / (alt_board.score_hi - alt_board.score_lo).to_numpy()))
         if np.isfinite(ratio) and ratio > WIDER:

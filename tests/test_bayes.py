@@ -231,7 +231,7 @@ def test_summaries_are_consistent(small_posterior):
     probs = rd[[f"p_rank_{r}" for r in range(1, post.design.n_cand + 1)]]
     np.testing.assert_allclose(probs.sum(axis=1), 1.0)
     np.testing.assert_allclose(probs.sum(axis=0), 1.0)
-    np.testing.assert_allclose(rd.p_best.to_numpy(), post.p_best[rd.index].to_numpy())
+    np.testing.assert_allclose(rd.p_rank_1.to_numpy(), post.p_best[rd.index].to_numpy())
     jc = post.judge_comparisons(long=False).to_numpy()
     off = ~np.eye(len(jc), dtype=bool)
     np.testing.assert_allclose((jc + jc.T)[off], 1.0)  # κ ties have probability 0
