@@ -1,11 +1,7 @@
 """BayesResult: the posterior as an ArviZ DataTree, tidy tables and sampling diagnostics.
 
-Scores, s and κ in the tables are on the point fit's scale: with a prompt effect the
-sampled s is prompt-conditional (larger than the pooled fit's, which averages over
-prompts), so each draw's scores are the least-squares scores of its prompt-averaged win
-probabilities (:meth:`BayesResult.population_theta`); without one they are the sampled
-ones. Every probability the tables report (P(best), P(rank = r), q_ij, P(s_a > s_b))
-comes with its Monte Carlo standard error (``*_mcse``).
+The tables' score, s and κ are on the point fit's scale (:meth:`BayesResult.population`);
+every probability they report comes with its Monte Carlo standard error (``*_mcse``).
 """
 
 from __future__ import annotations
@@ -350,7 +346,7 @@ class BayesResult:
         Default variables: the sampled ``theta`` (and σ_u), ``s``, ``q``, ``q_field`` and
         ``kappa`` (none of which holds constants, whose R-hat is undefined).
         """
-        prob = self.interval_level(ci_prob=ci_prob)
+        prob = self.interval_request(ci_prob=ci_prob)[1]
         if var_names is None:
             var_names = [n for n in ("theta", "sigma_prompt", "s", "q", "q_field", "kappa") if n in self.idata.posterior]
         return arviz_stats.summary(self.idata, var_names=list(var_names), ci_prob=prob, ci_kind=self.ci_kind,
