@@ -26,7 +26,7 @@ from .model.spec import ModelSpec, parse_model
 from .runtime.validate import OscarDataWarning, OscarInputError
 from .infer.weights import bootstrap_weights, prompt_folds, within_fold_weights
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 _LAZY = {"fit_bayes", "BayesResult", "BayesWarning", "Priors"}
 

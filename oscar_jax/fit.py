@@ -17,13 +17,17 @@ import numpy as np
 
 from .infer.fit_core import fit_core_seeded_jit
 from .model.problem import Problem, as_design, prepare
+from .results.boards import score_board
 from .results.fit import FitResult, prepare_report_programs
-from .model.spec import ModelSpec
+from .model.spec import ModelSpec, parse_model
 from .infer.starts import start_points
 from .runtime.validate import check_ci_prob, check_positive_int
 
-__all__ = ["OscarFitWarning", "OscarNoteWarning", "as_design", "fit", "fit_problem",
-           "start_points"]
+__all__ = ["OscarFitWarning", "OscarNoteWarning", "RECORDS_PER_PARAMETER", "as_design", "companion_fit", "companion_fits",
+           "fit", "fit_problem", "small_data_advice", "start_points"]
+
+RECORDS_PER_PARAMETER = 50  # below this many judgments per free parameter, compare with the smaller model
+WIDER = 1.5  # intervals this many times as wide as the smaller model's are worth a note
 
 
 class OscarFitWarning(UserWarning):
@@ -113,7 +117,7 @@ def fit(data, model: str | ModelSpec = "oscar", *, reference_judge: str | None =
     ``result.scores`` and the leaderboard's ``s`` column. Elo:
     ``arena_leaderboard(result, scale="elo")`` gives 1000 + (400/ln 10)·x with
     intervals and Rank (UB); win rate against a baseline:
-    ``oscar_jax.report.scales.scaled_board(result, scale="winrate", baseline=NAME)``.
+    ``result.leaderboard(scale="winrate", anchor=NAME)``.
 
     Examples
     --------
@@ -165,3 +169,68 @@ def fit_problem(problem: Problem, *, starts: int = 2, seed: int = 0, ci_prob: fl
             warnings.warn(f"{eff.name} fit: {message}", OscarFitWarning, stacklevel=stacklevel)
         _warn_notes(result.notes, stacklevel + 1)
     return result
+
+
+def companion_fit(result: FitResult, model: str | ModelSpec, *, ridge: float | None = None, seed: int = 0,
+                  warn: bool = True) -> FitResult:
+    """``model`` fitted on ``result``'s data and level, once per result: ``result`` itself when it is that model.
+
+    The fits beside a chosen model — J for the judge panel's κ, J+P for the attenuation
+    plot, the next smaller model for :func:`small_data_advice` — come from here, so
+    ``oscar fit``, ``oscar report`` and the advice fit each model at most once.
+    ``ridge`` and ``seed``: those ``result`` was fitted with (the defaults: the defaults).
+    """
+    spec = parse_model(model)
+    if result.effective_spec.structure() == spec.structure():
+        return result
+    cache = result.__dict__.setdefault("_companions", {})
+    key = (spec.structure(), ridge, seed)
+    if key not in cache:
+        cache[key] = fit(result.design, spec, ridge=ridge, seed=seed, ci_prob=result.ci_prob, warn=warn)
+    return cache[key]
+
+
+def companion_fits(result: FitResult, *, ridge: float | None = None, seed: int = 0) -> tuple[FitResult, FitResult]:
+    """(J fit, fit with the position term) on ``result``'s data, reusing ``result`` where it is one of them.
+
+    The judge panel compares κ under J with the chosen model; the attenuation plot needs a
+    fit without and one with the position term.
+    """
+    pos = result if "pos" in result.effective_spec.terms else companion_fit(result, "j+p", ridge=ridge, seed=seed)
+    return companion_fit(result, "j", ridge=ridge, seed=seed), pos
+
+
+def small_data_advice(result: FitResult, *, ci: str = "sandwich", ridge: float | None = None, seed: int = 0) -> list[str]:
+    """Plain-language notes when the data are too small for the model asked for.
+
+    A default OSCAR fit estimates a position, length and own-family coefficient per
+    judge. On a few hundred judgments those per-judge terms are barely determined, and
+    their uncertainty flows into every candidate's interval: the board then ranks every
+    model 1 and "checks: all passed" reads as if all were well. The notes say so and name
+    the smaller model to try, measured rather than guessed: the smaller model is fitted on
+    the same data (:func:`companion_fit`) and the interval widths are compared.
+    """
+    notes = []
+    d, eff = result.design, result.effective_spec
+    board = result.leaderboard(ci)
+    n_free = max(int(result.core.n_free), 1)
+    extra = [t for t in eff.terms if t != "pos"]
+    if extra and d.n_records / n_free < RECORDS_PER_PARAMETER and ci in ("sandwich", "model"):
+        smaller = "j+p" if "pos" in eff.terms else "j"
+        alt = companion_fit(result, smaller, ridge=ridge, seed=seed, warn=False)
+        # Its score intervals only (no status, no identification): the width is all the note reads.
+        alt_board = score_board(alt, ci=ci).set_index("candidate").loc[board.candidate]
+        ratio = float(np.median((board.score_hi - board.score_lo).to_numpy()
+                                / (alt_board.score_hi - alt_board.score_lo).to_numpy()))
+        if np.isfinite(ratio) and ratio > WIDER:
+            names = {"len": "length", "fam": "own-family", "cov": "covariate", "pos": "position"}
+            terms = ", ".join(names.get(t, t) for t in extra)
+            notes.append(
+                f"small data for this model: {d.n_records:,} judgments for {n_free} parameters; the per-judge "
+                f"{terms} terms are barely determined and make the intervals {ratio:.1f}× as wide as under "
+                f"--model {smaller}. Try --model {smaller}.")
+    if len(board) > 1 and (board.rank_ub == 1).all():
+        pct = f"{100 * result.ci_prob:g}%"
+        notes.append(f"no candidate is separated from another at {pct}: every Rank (UB) is 1. The order of the "
+                     "point estimates is not established by these data.")
+    return notes

@@ -36,13 +36,13 @@ PROBE = ROOT / "benchmarks" / "cli_probe.py"
 # scores + SEs, target SEs, targets. The bootstrap adds its weights, key, batched fit, draw
 # targets and the cluster scores at θ̂ that give every replicate its one-step start
 # (oscar_jax.infer.one_step); compare one batched fit and one held-out loss per model. On this small file `fit` also fits the
-# smaller model for its small-data advice (oscar_jax.report.advice), so each of its five programs
+# smaller model for its small-data advice (oscar_jax.fit.small_data_advice), so each of its five programs
 # is compiled once per model: 2 × 5.
 BOUNDS = {
     "fit json": (["fit", str(DATA), "--format", "json"], 10),
     "fit table": (["fit", str(DATA), "--format", "table"], 10),
     "fit elo anchored": (["fit", str(DATA), "--scale", "elo", "--anchor", "gpt-4", "--format", "json"], 10),
-    # + the leaderboard's draw scores on the chosen scale (oscar_jax.report.scales) and the draw targets
+    # + the draw targets (an unanchored board reads them; oscar_jax.results.boards)
     "bootstrap": (["bootstrap", str(DATA), "--replicates", "20", "--format", "json"], 9),
     "compare": (["compare", str(DATA), "--models", "j,j+p", "--folds", "3", "--format", "json"], 7),
 }

@@ -142,16 +142,16 @@ def test_failed_checks_warn_and_are_recorded():
 def test_result_tables_and_json_fields():
     r = oj.fit(oj.simulate_design(seed=5, n_prompts=300), "oscar")
     out = r.to_dict()
-    for key in ("model", "n_records", "n_prompts", "objective", "candidates", "judges", "win_prob", "diagnostics"):
+    for key in ("model", "n_records", "n_prompts", "objective", "candidates", "judges", "win_prob", "checks"):
         assert key in out
     assert {"candidate", "score", "rank"} <= set(out["candidates"][0])
     assert {"judge", "n", "gamma", "kappa", "beta_pos", "D", "beta_len", "beta_fam"} <= set(out["judges"][0])
-    assert {"a", "b", "q", "lo", "hi"} <= set(out["win_prob"][0])
+    assert {"a", "b", "q", "q_lo", "q_hi"} <= set(out["win_prob"][0])
     wm = r.win_matrix().set_index(["a", "b"])
     for (a, b), row in wm.iterrows():  # q_ij = 1 − q_ji, and the intervals mirror
         other = wm.loc[(b, a)]
         assert row.q == pytest.approx(1 - other.q, abs=1e-12)
-        assert row.lo == pytest.approx(1 - other.hi, abs=1e-12)
+        assert row.q_lo == pytest.approx(1 - other.q_hi, abs=1e-12)
     lb = r.leaderboard()
     assert list(lb["rank"]) == list(range(1, 9)) and np.all(np.diff(lb.score) <= 0)
     assert np.all((lb.score_lo < lb.score) & (lb.score < lb.score_hi))

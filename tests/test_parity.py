@@ -65,7 +65,7 @@ def check_parity(source):
     assert np.max(np.abs(s - ch)) < CHOIX_ATOL
     board = arena_leaderboard(result, scale="elo").set_index("candidate")
     elo_evalica = 1000.0 + 400.0 / math.log(10.0) * ev
-    assert np.max(np.abs(board.loc[names, "elo"].to_numpy() - elo_evalica)) < 400.0 / math.log(10.0) * EVALICA_ATOL
+    assert np.max(np.abs(board.loc[names, "score"].to_numpy() - elo_evalica)) < 400.0 / math.log(10.0) * EVALICA_ATOL
     return np.max(np.abs(s - ev)), np.max(np.abs(s - ch))
 
 

@@ -50,7 +50,7 @@ def test_plots_from_plain_tables(fits, tmp_path):
     """Bootstrap/Bayes commands pass their own (asymmetric) intervals as tables."""
     pos, j = fits
     table = pd.DataFrame({"candidate": ["a", "b", "c"], "score": [0.4, 0.0, -0.4],
-                          "lo": [0.1, -0.5, -0.6], "hi": [0.9, 0.2, -0.3]})
+                          "score_lo": [0.1, -0.5, -0.6], "score_hi": [0.9, 0.2, -0.3]})
     assert_real_png(forest_plot(table, tmp_path / "forest.png", xlabel="logit"))
     q = np.array([[0.5, 0.6, 0.7], [0.4, 0.5, 0.6], [0.3, 0.4, 0.5]])
     assert_real_png(win_heatmap(q, tmp_path / "heat.png", names=["a", "b", "c"], lo=q - 0.1, hi=q + 0.1))

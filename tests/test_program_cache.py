@@ -31,17 +31,18 @@ def program_folder(tmp_path, monkeypatch):
 
 
 # The seeded draws and the draw-based leaderboard are stored programs too.
-_DRAW_PROGRAMS = {"_bootstrap_weights", "_permutation", "_replicate_key", "_draw_starts", "_draw_scores"}
+_DRAW_PROGRAMS = {"_bootstrap_weights", "_permutation", "_replicate_key", "_draw_starts", "_draw_scores",
+                  "_targets_of_draws"}
 
 
 def _everything(result):
     board = arena_leaderboard(result, scale="elo", anchor="cand1")
     draws = result.theta + 0.01 * np.arange(4.0)[:, None]
-    by_draws = arena_leaderboard(result, ci="bootstrap", draws=draws)
+    by_draws = arena_leaderboard(result, ci="bootstrap", draws=draws, anchor="cand1")
     return [result.theta, result.covariance("sandwich"), result.covariance("model"), result.scores,
             result.leaderboard().select_dtypes("number").to_numpy(),
-            result.judges().select_dtypes("number").to_numpy(dtype=float), board[["score", "lo", "hi"]].to_numpy(),
-            by_draws[["score", "lo", "hi"]].to_numpy(), oj.bootstrap_weights(7, result.design.n_clusters, 5),
+            result.judges().select_dtypes("number").to_numpy(dtype=float), board[["score", "score_lo", "score_hi"]].to_numpy(),
+            by_draws[["score", "score_lo", "score_hi"]].to_numpy(), oj.bootstrap_weights(7, result.design.n_clusters, 5),
             oj.prompt_folds(result.design, 3, seed=2), replicate_key(4, 2),
             start_points(result.layout, 3, jax.random.PRNGKey(5))]
 
@@ -73,15 +74,15 @@ def test_stored_programs_are_bit_identical_to_plain_jit(program_folder, monkeypa
 
 
 def _compiles_and_results(design, board_ahead=False):
-    from oscar_jax.report.leaderboard import prepare_board_program
     from oscar_jax.model.problem import prepare
+    from oscar_jax.results.boards import prepare_board_program
 
     count = []
     listener = lambda event, d, **kw: count.append(event) if event.endswith("backend_compile_duration") else None  # noqa: E731
     jax.monitoring.register_event_duration_secs_listener(listener)
     try:
         if board_ahead:  # as the CLI's fit command does
-            prepare_board_program(prepare(design, "oscar").layout)
+            prepare_board_program(prepare(design, "oscar").layout, list(design.candidates).index("cand1"))
         out = _everything(oj.fit(design, "oscar", seed=1))
     finally:
         from jax._src import monitoring
@@ -94,8 +95,8 @@ def test_programs_compiled_ahead_are_the_ones_called_bit_for_bit(program_folder)
     # The CLI compiles the report programs on a worker thread while the fit compiles
     # (compile_ahead): the call must use that executable (no second compilation), and the
     # executable is the one the plain path compiles (same bits).
-    from oscar_jax.report.leaderboard import _scores_and_se_jit
     from oscar_jax.infer.sandwich import covariances_program, target_se, targets_jit
+    from oscar_jax.results.boards import _scores_and_se_jit
 
     design = oj.simulate_design(seed=6, n_prompts=150)
     n_plain, plain = _compiles_and_results(design)

@@ -150,7 +150,7 @@ def test_judge_always_choosing_slot_a_is_separated_and_not_shown_as_confident():
     payload = result.to_dict()
     row = next(r for r in payload["judges"] if r["judge"] == judge)
     assert row["D_lo"] is None and row["D_hi"] is None and "separated" in row["flags"]
-    assert payload["diagnostics"]["flags"]["ok"] is False
+    assert payload["checks"]["flags"]["ok"] is False
     from oscar_jax.report.text import fit_report
 
     text = fit_report(result)
@@ -171,14 +171,13 @@ def test_candidate_winning_every_record_is_separated_and_every_kappa_unbounded()
     result = oj.fit(a, "j+p", warn=False)
     cand, _ = _flags(result)
     assert cand == {c: "separated"}
-    from oscar_jax.infer.identification import interval_status
-
-    status = interval_status(result)
-    assert status["kappa"] == ["unbounded"] * result.design.n_judge
+    status = result.status()
+    assert status.kappa == ("unbounded",) * result.design.n_judge and status is result.status()  # computed once
     payload = result.to_dict()
     row = next(r for r in payload["candidates"] if r["candidate"] == c)
     assert row["score_lo"] is None and row["interval"] == "unbounded"
-    assert all(r["lo"] is None for r in payload["win_prob"] if c in (r["a"], r["b"]))
+    assert all(r["q_lo"] is None for r in payload["win_prob"] if c in (r["a"], r["b"]))
+    assert result.leaderboard().set_index("candidate").loc[c, "interval"] == "unbounded"
 
 
 def test_cli_json_gives_a_separated_candidate_no_interval_on_any_scale(tmp_path, capsys):
@@ -190,7 +189,7 @@ def test_cli_json_gives_a_separated_candidate_no_interval_on_any_scale(tmp_path,
         capsys.readouterr()
         assert main(["fit", str(tmp_path / "sep.csv"), "--model", "j+p", "--scale", scale, "--format", "json"]) == 0
         row = next(r for r in json.loads(capsys.readouterr().out)["candidates"] if r["candidate"] == c)
-        shown = {k: row[k] for k in ("score_lo", "score_hi", f"{scale}_lo", f"{scale}_hi", "plus", "minus")}
+        shown = {k: row[k] for k in ("score_lo", "score_hi", "s_lo", "s_hi", "q_field_lo", "q_field_hi", "se_logit")}
         assert set(shown.values()) == {None}, shown
 
 

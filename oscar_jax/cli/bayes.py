@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from ..results.intervals import CI_KINDS
-from ..report.scales import on_scale, put_on_scale
 from ..report.text import bayes_report
+from ..results.intervals import CI_KINDS
 from .common import MODELS_HELP, add_data_arguments, design_from_args, emit, emit_json
 
 NAME = "bayes"
@@ -83,12 +82,7 @@ def run(args) -> int:
     if args.out:
         result.save(args.out, ci_prob=args.ci_prob, plots=not args.no_plots)
     if args.format == "json":
-        payload = result.to_dict(args.ci_prob)
-        board, _ = on_scale(result, args.scale, args.anchor, args.ci_prob)
-        put_on_scale(payload["candidates"], board, ("mean", "sd"))
-        payload["scale"] = {"scale": args.scale, "anchor": board.attrs.get("anchor"),
-                            "score": "posterior mean and equal-tailed interval on the chosen scale (oscar_jax.report.scales)"}
-        emit_json(payload)
+        emit_json(result.to_dict(ci_prob=args.ci_prob, scale=args.scale, anchor=args.anchor))
     else:
         emit(bayes_report(result, args.ci_prob, args.scale, args.anchor))
     return 0

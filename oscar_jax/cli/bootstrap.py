@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..runtime.multiprocess import add_process_arguments
-from ..report.render import write_tables
 from ..bootstrap import bootstrap
-from ..report.scales import on_scale, put_on_scale
+from ..report.render import write_tables
 from ..report.text import bootstrap_report
+from ..runtime.multiprocess import add_process_arguments
 from .common import MODELS_HELP, add_data_arguments, add_output_arguments, design_from_args, emit, emit_json
 
 NAME = "bootstrap"
@@ -37,9 +36,9 @@ def add_arguments(parser):
 
 def add_scale_arguments(parser):
     """``--scale`` and ``--anchor`` for commands whose intervals come from draws (bootstrap, bayes)."""
-    from ..report.scales import SCORE_SCALES
+    from ..results.boards import SCALES
 
-    parser.add_argument("--scale", choices=list(SCORE_SCALES), default="logit",
+    parser.add_argument("--scale", choices=list(SCALES), default="logit",
                         help="score scale: logit (default; average-judge logit), elo (1000 + 173.72·logit) or "
                              "winrate (win rate %% against the --anchor candidate)")
     parser.add_argument("--anchor", default=None, metavar="NAME[=VALUE]",
@@ -50,11 +49,8 @@ def run(args) -> int:
     design = design_from_args(args)
     boot = bootstrap(design, args.model, replicates=args.replicates, seed=args.seed, ci_prob=args.ci_prob,
                      ridge=args.ridge, chunk_size=args.chunk_size)
-    payload = boot.to_dict()
-    board, lb = on_scale(boot, args.scale, args.anchor)
-    put_on_scale(payload["candidates"], board)
-    payload["scale"] = {"scale": args.scale, "anchor": board.attrs.get("anchor"),
-                        "score": "see oscar_jax.report.scales; s is the reference-judge-scale parameter"}
+    payload = boot.to_dict(scale=args.scale, anchor=args.anchor)
+    lb = boot.leaderboard(scale=args.scale, anchor=args.anchor)
     if args.out:
         write_tables(args.out, {"leaderboard": lb, "judges": boot.judges(),
                                 "win_prob": boot.win_matrix(), "rank_distribution": boot.rank_distribution(),

@@ -50,7 +50,7 @@ def run(args) -> int:
         pairs = wm.loc[[(design.candidates[i], design.candidates[j]) for i, j in zip(*iu)]]
         truth_ij = q_true[iu]
         return {"q_rmse": float(rmse(pairs.q.to_numpy() - truth_ij)),
-                "coverage": float(coverage(pairs.lo.to_numpy(), pairs.hi.to_numpy(), truth_ij))}
+                "coverage": float(coverage(pairs.q_lo.to_numpy(), pairs.q_hi.to_numpy(), truth_ij))}
 
     summary = {name: q_summary(res) for name, res in (("J", naive), ("OSCAR", full))}
     if args.format == "json":
@@ -106,7 +106,7 @@ def run(args) -> int:
     for x, y in zip(order[:-1], order[1:]):
         a, b = design.candidates[x], design.candidates[y]
         r = wm.loc[(a, b)]
-        rows.append({"pair": f"{a} > {b}", "true": q_true[x, y], "q": r.q, "ci": fmt_ci(r.lo, r.hi, 3)})
+        rows.append({"pair": f"{a} > {b}", "true": q_true[x, y], "q": r.q, "ci": fmt_ci(r.q_lo, r.q_hi, 3)})
     lines.append("")
     lines.append("OSCAR, adjacent pairs in the true order")
     lines.append(render_table(pd.DataFrame(rows), [("pair", "pair", ""), ("true", "true q", ".3f"),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import shlex
 import sys
 
-from ..fit import fit
+from ..fit import fit, small_data_advice
 from ..runtime.validate import OscarInputError, check_ci_prob
 from .common import MODELS_HELP, add_data_arguments, design_from_args
 
@@ -58,7 +58,7 @@ def run(args) -> int:
             raise OscarInputError("--responses is not supported by this version of oscar_jax's loader")
     design = design_from_args(args)
     result = fit(design, args.model, ridge=args.ridge, seed=args.seed, ci_prob=ci_prob)
-    from ..report.advice import small_data_advice, strong_weight_note
+    from ..report.text import strong_weight_note
 
     notes = small_data_advice(result, ci=args.ci, ridge=args.ridge, seed=args.seed)
     notes += [n for n in [strong_weight_note(args.strong_weight)] if n]
