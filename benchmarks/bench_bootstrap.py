@@ -50,7 +50,8 @@ from benchmarks.baseline_scipy import ScipyFit  # noqa: E402
 from oscar_jax.infer.fit_core import fit_core_jit  # noqa: E402
 from oscar_jax.io.data import load_judgments, shared_data_dir  # noqa: E402
 from oscar_jax.model.design import build_design  # noqa: E402
-from oscar_jax.fit import as_design, start_points  # noqa: E402
+from oscar_jax.infer.starts import start_points  # noqa: E402
+from oscar_jax.model.problem import as_design  # noqa: E402
 from oscar_jax.infer.sandwich import covariances_jit  # noqa: E402
 from oscar_jax.model.params import Layout  # noqa: E402
 from oscar_jax.compare import compare  # noqa: E402

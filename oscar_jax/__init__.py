@@ -10,7 +10,7 @@ from .runtime import compile_cache
 compile_cache.enable()  # the Python API and the CLI share one persistent XLA cache
 
 from .io.data import LoadReport, load_judgments
-from .io.schemas import load_arena_hard  # (importing schemas registers the ecosystem input conventions)
+from .io.data import load_arena_hard
 from .model.design import Design, build_design
 from .attenuation import FixedScoreRefit, attenuation, attenuation_refit, fixed_score_refit, median_abs_log_discrepancy
 from .io.families import family_of

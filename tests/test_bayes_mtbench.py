@@ -63,7 +63,7 @@ def test_mtbench_prompt_candidate_interval_has_the_sandwich_width():
     up to √(0.94 · 0.06 / 14) ≈ 0.06, so it is checked at ≥ 0.8, about 2–3 of them below the
     measured values; the ratio's band (±25%) holds the short runs' spread (0.99–1.11)."""
     path = shared_data("mtbench")
-    from oscar_jax.fit import as_design
+    from oscar_jax.model.problem import as_design
 
     design = as_design(path)
     point = oj.fit(design, "oscar", warn=False)

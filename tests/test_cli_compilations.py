@@ -26,10 +26,10 @@ from pathlib import Path
 
 import pytest
 
-from helpers import FAST_COMPILE
+from helpers import ARENA_EXAMPLE, FAST_COMPILE
 
 ROOT = Path(__file__).resolve().parent.parent
-DATA = ROOT / "tests" / "data" / "eco_arena.csv"
+DATA = ARENA_EXAMPLE
 PROBE = ROOT / "benchmarks" / "cli_probe.py"
 
 # One program per result: the fit core (its starts drawn inside it), covariances, board

@@ -16,6 +16,7 @@ from oscar_jax.report.leaderboard import (ELO_SLOPE, arena_leaderboard, arena_te
     score_function)
 from oscar_jax.report.draw_sources import interval_source, theta_draws
 from oscar_jax.runtime.validate import OscarInputError
+from helpers import ARENA_EXAMPLE
 
 DATA = Path(__file__).resolve().parent / "data"
 # Closed-form identities evaluated in float64 on O(1) numbers: rounding only.
@@ -24,7 +25,7 @@ EXACT = 1e-9
 
 @pytest.fixture(scope="module")
 def result():
-    return oj.fit(DATA / "eco_arena.csv", "j+p")
+    return oj.fit(ARENA_EXAMPLE, "j+p")
 
 
 def test_elo_is_affine_in_average_judge_logit_and_gives_q(result):

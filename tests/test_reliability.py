@@ -12,6 +12,7 @@ import pytest
 import oscar_jax as oj
 from oscar_jax import OscarDataWarning, OscarInputError
 from oscar_jax.io.data import shared_data_dir
+from helpers import ARENA_EXAMPLE
 
 DATA = Path(__file__).parent / "data"
 
@@ -25,7 +26,7 @@ def _scores(result):
 def test_reordered_dataframe_gives_the_reset_result(change):
     # No 'judge' column (arena) and the outcome attached by position: a sorted frame once
     # got its outcomes attached to the wrong records; filtered/concatenated ones crashed.
-    a = pd.read_csv(DATA / "eco_arena.csv").drop(columns="judge")
+    a = pd.read_csv(ARENA_EXAMPLE).drop(columns="judge")
     if change == "sorted":
         a = a.sort_values("model_b")
     elif change == "filtered":
@@ -282,7 +283,7 @@ def test_newline_in_a_name_does_not_break_the_table():
 def test_loader_notes_are_in_the_text_header():
     from oscar_jax.report.text import header
 
-    a = pd.read_csv(DATA / "eco_arena.csv").drop(columns=["judge"])
+    a = pd.read_csv(ARENA_EXAMPLE).drop(columns=["judge"])
     result = oj.fit(a, "j", warn=False)
     assert "note: no 'judge' column" in header(result)
 

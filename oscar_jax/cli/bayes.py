@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..results.intervals import CI_KINDS
 from ..report.scales import on_scale, put_on_scale
 from ..report.text import bayes_report
-from .common import MODELS_HELP, add_data_arguments, design_from_args, emit, emit_json
+from .common import MODELS_HELP, add_data_arguments, emit, emit_json, problem_from_args
 
 NAME = "bayes"
 HELP = "Bayesian fit (NUTS): leaderboard with credible intervals, P(best), judge sensitivities"
@@ -73,11 +73,11 @@ def _svi_settings(args):
 
 
 def run(args) -> int:
+    problem = problem_from_args(args)
     from ..bayes import fit_bayes  # numpyro/arviz load only when this command runs
 
-    design = design_from_args(args)
     effect = False if args.no_prompt_effect else args.prompt_effect
-    result = fit_bayes(design, args.model, prompt_effect=effect, ridge=args.ridge, chains=args.chains,
+    result = fit_bayes(problem, prompt_effect=effect, chains=args.chains,
                        warmup=args.warmup, draws=args.draws, seed=args.seed, target_accept=args.target_accept,
                        ci_prob=args.ci_prob, ci_kind=args.ci_kind, method=args.method, svi=_svi_settings(args))
     if args.out:

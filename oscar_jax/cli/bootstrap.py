@@ -9,7 +9,7 @@ from ..report.render import write_tables
 from ..bootstrap import bootstrap
 from ..report.scales import on_scale, put_on_scale
 from ..report.text import bootstrap_report
-from .common import MODELS_HELP, add_data_arguments, add_output_arguments, design_from_args, emit, emit_json
+from .common import MODELS_HELP, add_data_arguments, add_output_arguments, emit, emit_json, problem_from_args
 
 NAME = "bootstrap"
 HELP = "prompt bootstrap: percentile CIs for scores, γ, κ, β, D, q_ij and rank distributions"
@@ -47,9 +47,9 @@ def add_scale_arguments(parser):
 
 
 def run(args) -> int:
-    design = design_from_args(args)
-    boot = bootstrap(design, args.model, replicates=args.replicates, seed=args.seed, ci_prob=args.ci_prob,
-                     ridge=args.ridge, chunk_size=args.chunk_size)
+    problem = problem_from_args(args)
+    boot = bootstrap(problem, replicates=args.replicates, seed=args.seed, ci_prob=args.ci_prob,
+                     chunk_size=args.chunk_size)
     payload = boot.to_dict()
     board, lb = on_scale(boot, args.scale, args.anchor)
     put_on_scale(payload["candidates"], board)

@@ -5,16 +5,15 @@ from __future__ import annotations
 import sys
 
 from ..report.draw_sources import draw_intervals, interval_draws
-from ..fit import fit, fit_problem
+from ..fit import fit
 from ..results.fit_json import merge_board
 from ..report.leaderboard import CI_SOURCES, ELO_BASE, ELO_SLOPE, arena_text, parse_anchor, prepare_board_program
-from ..model.problem import prepare
 from ..report.render import fill, write_tables
 from ..infer.sandwich import INDEPENDENCE_NOTE
 from ..report.scales import SCORE_SCALES, fastchat_table, scaled_board
 from ..report.text import fit_report, header, judges_text, win_text
 from ..runtime.validate import check_ci_prob, check_positive_int, resolve_name
-from .common import MODELS_HELP, add_data_arguments, add_output_arguments, design_from_args, emit, emit_json
+from .common import MODELS_HELP, add_data_arguments, add_output_arguments, emit, emit_json, problem_from_args
 
 NAME = "fit"
 HELP = "fit a model and print the leaderboard, judge table and win probabilities"
@@ -76,14 +75,14 @@ def run(args) -> int:
     draw_based = args.ci in ("bootstrap", "bayes")
     if draw_based:
         check_positive_int("replicates", args.replicates, minimum=2)
-    design = design_from_args(args)
+    problem = problem_from_args(args)
+    design = problem.design
     if anchor is not None:
         anchor = (resolve_name("anchor candidate", anchor[0], list(design.candidates)), anchor[1])
-    problem = prepare(design, args.model, ridge=args.ridge)
     # The boards' programs compile on the worker thread while the fit compiles (compile_ahead).
     for name in {None, anchor[0] if anchor else None}:
         prepare_board_program(problem.layout, None if name is None else problem.design.candidates.index(name))
-    result = fit_problem(problem, seed=args.seed, ci_prob=ci_prob)
+    result = fit(problem, seed=args.seed, ci_prob=ci_prob)
     wald = "sandwich" if draw_based else args.ci
     no_effect = bool(getattr(args, "no_prompt_effect", False))
     draws, n_failed = (interval_draws(args.ci, result, replicates=args.replicates, seed=args.seed,

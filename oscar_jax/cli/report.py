@@ -7,7 +7,7 @@ import sys
 
 from ..fit import fit
 from ..runtime.validate import OscarInputError, check_ci_prob
-from .common import MODELS_HELP, add_data_arguments, design_from_args
+from .common import MODELS_HELP, add_data_arguments, problem_from_args
 
 NAME = "report"
 HELP = "write a self-contained HTML report (leaderboard, judges, plots, checks) to share"
@@ -22,10 +22,6 @@ DESCRIPTION = (
 
 def add_arguments(parser):
     add_data_arguments(parser)
-    if "--responses" not in parser._option_string_actions:
-        # The response-length reader (issue 14) may add this to the shared data arguments.
-        parser.add_argument("--responses", default=None, metavar="PATH",
-                            help="response texts for the length term (FastChat model_answer directory or table)")
     parser.add_argument("--model", default="oscar", help=f"model variant: {MODELS_HELP} (default oscar)")
     parser.add_argument("--ci", choices=["sandwich", "model"], default="sandwich",
                         help="interval source: prompt-cluster sandwich (default) or model-based")
@@ -49,15 +45,8 @@ def run(args) -> int:
     ci_prob = check_ci_prob(args.ci_prob)
     if not str(args.output).lower().endswith((".html", ".htm")):
         raise OscarInputError(f"-o {args.output!r}: the report is an HTML page; give a name ending in .html")
-    if getattr(args, "responses", None) is not None:
-        import inspect
-
-        from ..io.data import load_judgments
-
-        if "responses" not in inspect.signature(load_judgments).parameters:
-            raise OscarInputError("--responses is not supported by this version of oscar_jax's loader")
-    design = design_from_args(args)
-    result = fit(design, args.model, ridge=args.ridge, seed=args.seed, ci_prob=ci_prob)
+    problem = problem_from_args(args)
+    result = fit(problem, seed=args.seed, ci_prob=ci_prob)
     from ..report.advice import small_data_advice, strong_weight_note
 
     notes = small_data_advice(result, ci=args.ci, ridge=args.ridge, seed=args.seed)

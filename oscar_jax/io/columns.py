@@ -1,25 +1,32 @@
 """The canonical columns, built from raw input columns with every value checked.
 
-Each input convention (:mod:`oscar_jax.io.data`, :mod:`oscar_jax.io.schemas`) maps its own
-columns onto the canonical frame with these helpers, so every convention rejects the
-same bad values with the same message: the column, the value, the record as the user
-counts it (:func:`row_label`) and the fix.
+Each input convention (:mod:`oscar_jax.io.schemas`) maps its own columns onto the
+canonical frame with :func:`canonical_frame` and the helpers here, so every convention
+rejects the same bad values with the same message: the column, the value, the record as
+the user counts it (:func:`row_label`) and the fix. :func:`check_canonical` applies the
+same rules at the public edge of ``build_design``, to frames users build themselves; a
+:class:`LoadReport` records what a reader kept, dropped and noted.
 """
 
 from __future__ import annotations
 
 import math
+import warnings
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
-from ..runtime.validate import OscarInputError
+from ..runtime.validate import OscarDataWarning, OscarInputError
 
 __all__ = [
+    "CANONICAL_COLUMNS",
+    "LoadReport",
     "MAX_LENGTH",
     "SOURCE_ROW",
     "blank",
-    "finish_frame",
+    "canonical_frame",
+    "check_canonical",
     "judge_names",
     "name_column",
     "outcome_from_labels",
@@ -28,7 +35,36 @@ __all__ = [
     "require_columns",
     "row_label",
     "shown",
+    "warn_case_variants",
 ]
+
+CANONICAL_COLUMNS = ("prompt", "candidate_a", "candidate_b", "judge", "outcome", "tie_kind", "weight")
+
+
+@dataclass
+class LoadReport:
+    """What a reader did: the schema it used, record counts and every drop, by reason."""
+
+    source: str
+    schema: str
+    n_input: int
+    n_kept: int = 0
+    dropped: dict[str, int] = field(default_factory=dict)
+    ties: dict[str, int] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    # Where len_a/len_b came from when they were joined from responses (oscar_jax.io.responses);
+    # build_design copies it into the design's (and so every result's) notes.
+    lengths: str = ""
+
+    def summary(self) -> str:
+        parts = [f"{self.n_kept} of {self.n_input} records kept ({self.schema} schema)"]
+        for reason, n in self.dropped.items():
+            if n:
+                parts.append(f"dropped {n} {reason}")
+        for kind, n in self.ties.items():
+            if n:
+                parts.append(f"{n} {kind}")
+        return "; ".join(parts)
 
 # Position of each canonical row in the raw input, so extra columns can follow the rows a
 # format rule dropped.
@@ -126,9 +162,41 @@ def _bool_hint(raw) -> str:
     return ""
 
 
-def finish_frame(frame: pd.DataFrame, out: dict) -> pd.DataFrame:
-    """The canonical frame of columns ``out``, plus the optional columns every schema
-    shares (weights, lengths, texts) read from the raw ``frame``."""
+def canonical_frame(frame: pd.DataFrame, report: LoadReport, outcome, *, prompt, candidate_a, candidate_b,
+                    judge: str, default_judge: str = "judge") -> pd.DataFrame:
+    """The canonical frame of one input convention: every converter ends here.
+
+    Parameters
+    ----------
+    frame
+        The raw records (with :data:`SOURCE_ROW`, so errors name the user's rows).
+    report
+        The reader's :class:`LoadReport`; notes on absent columns go there.
+    outcome
+        ``(Y, tie_kind)`` arrays, as :func:`outcome_from_labels` returns them.
+    prompt
+        The prompt-id column, or several in order of preference (the first present is
+        used; with none, every record is its own cluster, noted), or the ids (a Series).
+    candidate_a, candidate_b
+        Name columns (checked by :func:`name_column`), or the names (Series).
+    judge, default_judge
+        The judge column; without it every record has judge ``default_judge`` (noted).
+
+    Weights, lengths and response texts, which every convention spells alike, are read
+    from ``frame`` here.
+    """
+    if not isinstance(prompt, pd.Series):
+        names = (prompt,) if isinstance(prompt, str) else tuple(prompt)
+        prompt = prompt_ids(frame, next((c for c in names if c in frame.columns), names[0]), report)
+    y, kind = outcome
+    out = {
+        "prompt": prompt,
+        "candidate_a": candidate_a if isinstance(candidate_a, pd.Series) else name_column(frame, candidate_a),
+        "candidate_b": candidate_b if isinstance(candidate_b, pd.Series) else name_column(frame, candidate_b),
+        "judge": judge_names(frame, judge, report, default=default_judge),
+        "outcome": y,
+        "tie_kind": kind,
+    }
     # Positional arrays only: a Series built from a sorted, filtered or concatenated frame
     # keeps that frame's index labels, and pandas would align it by label, not by position.
     result = pd.DataFrame({k: (v.to_numpy() if isinstance(v, pd.Series) else np.asarray(v)) for k, v in out.items()})
@@ -218,3 +286,52 @@ def judge_names(frame: pd.DataFrame, column: str, report, default: str = "judge"
         return pd.Series([default] * len(frame), dtype=object)
     return name_column(frame, column)
 
+
+
+# ---------------------------------------------------------------------------------------
+# The same rules at the public edge of build_design (frames users build themselves)
+# ---------------------------------------------------------------------------------------
+
+def check_canonical(frame: pd.DataFrame) -> None:
+    """Raise :class:`OscarInputError` naming the column, row, value and fix of the first bad entry.
+
+    The readers validate what they read, but ``build_design`` is public and is also called
+    on frames users build themselves; the same rules apply there, so no path into a fit
+    accepts what a reader rejects (a negative or NaN weight, a missing name, a missing
+    prompt id). Rows are counted from 1, as the user counts them.
+    """
+    for column in ("candidate_a", "candidate_b", "judge"):
+        bad = blank(pd.Series(frame[column].to_numpy(), dtype=object))
+        if bad.any():
+            row = int(np.flatnonzero(bad)[0])
+            raise OscarInputError(f"column {column!r} row {row + 1}: missing name "
+                                  f"{shown(frame[column].iloc[row])!r}; every record needs a {column}")
+    prompts = frame["prompt"]
+    if prompts.isna().any():
+        row = int(np.flatnonzero(prompts.isna().to_numpy())[0])
+        raise OscarInputError(f"column 'prompt' row {row + 1}: missing prompt id; give every record its "
+                              "prompt's id (records of one prompt form one cluster)")
+    if "weight" in frame.columns:
+        raw = frame["weight"]
+        w = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=float)
+        bad = ~np.isfinite(w) | (w < 0) | raw.isna().to_numpy()
+        if bad.any():
+            row = int(np.flatnonzero(bad)[0])
+            raise OscarInputError(f"column 'weight' row {row + 1}: invalid weight {shown(raw.iloc[row])!r}; "
+                                  "weights must be finite and ≥ 0 (use 0 to leave a record out)")
+        if not np.any(w > 0):
+            raise OscarInputError("column 'weight': every weight is 0, so no record counts; give the records "
+                                  "positive weights")
+
+
+def warn_case_variants(kind: str, names) -> None:
+    """Warn when names differ only in case or surrounding space: they are fitted as different."""
+    groups: dict[str, list[str]] = {}
+    for name in names:
+        groups.setdefault(str(name).strip().casefold(), []).append(str(name))
+    clashes = [sorted(g) for g in groups.values() if len(g) > 1]
+    if clashes:
+        listed = "; ".join(" / ".join(repr(n) for n in g) for g in clashes[:5])
+        more = "" if len(clashes) <= 5 else f" (and {len(clashes) - 5} more)"
+        warnings.warn(f"{kind} names differ only in case: {listed}{more}; they are fitted as different "
+                      f"{kind}s — if they are the same, spell them alike in the data", OscarDataWarning, stacklevel=3)
