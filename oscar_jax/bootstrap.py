@@ -18,7 +18,7 @@ import numpy as np
 from .infer.batch_fit import REPLICATE_CHECKS, BatchFit, auto_chunk_size, batched_fit_core, batched_fit_core_jit, fit_batch
 from .results.bootstrap import BootstrapResult
 from .fit import fit
-from .infer.one_step import one_step_starts
+from .infer.starts import one_step_starts
 from .model.problem import prepare
 from .results.fit import FitResult
 from .model.spec import ModelSpec
@@ -76,7 +76,7 @@ def bootstrap(data, model: str | ModelSpec | None = None, replicates: int = 500,
     Notes
     -----
     Every replicate is warm-started one Newton step from the full-data θ̂ (the linearised
-    bootstrap estimate, :mod:`oscar_jax.infer.one_step`; at θ̂ itself when that step is not
+    bootstrap estimate, :func:`oscar_jax.infer.starts.one_step_starts`; at θ̂ itself when that step is not
     available): the solver is a damped Newton with the exact Hessian, so from there it
     converges in a few iterations to the replicate's own minimum (the starting point
     changes the cost, not the estimate). Column selection (B.2) and every B.3 check are

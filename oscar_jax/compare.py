@@ -27,7 +27,7 @@ import pandas as pd
 from .infer.derivatives import cell_probabilities
 from .model.design import DesignArrays, cell_stats_from_cluster_weights
 from .model.params import Layout
-from .runtime.program_cache import persistent_jit
+from .runtime.jit import persistent_jit
 from .infer.batch_fit import auto_chunk_size, fit_batch
 from .results.intervals import percentiles
 from .results.jsonable import records

@@ -19,21 +19,9 @@ from .infer.fit_core import fit_core_seeded_jit
 from .model.problem import prepare
 from .results.fit import FitResult, prepare_report_programs
 from .model.spec import ModelSpec
-from .runtime.validate import check_ci_prob, check_positive_int
+from .runtime.validate import OscarFitWarning, OscarNoteWarning, check_ci_prob, check_positive_int
 
 __all__ = ["OscarFitWarning", "OscarNoteWarning", "fit"]
-
-
-class OscarFitWarning(UserWarning):
-    """A fit finished but failed one of the Appendix B.3 checks."""
-
-
-class OscarNoteWarning(UserWarning):
-    """Something the fit did that changes what it estimates (a term dropped, records left out).
-
-    Issued once per distinct note per session; the CLI prints the notes in its output
-    instead. Silence with ``warnings.filterwarnings("ignore", category=OscarNoteWarning)``.
-    """
 
 
 _NOTES_SHOWN: set[str] = set()

@@ -300,7 +300,7 @@ def test_output_folder_is_checked_before_computing(tmp_path, capsys):
 
 
 def test_atomic_write_leaves_no_partial_file(tmp_path):
-    from oscar_jax.runtime.outputs import atomic_write
+    from oscar_jax.runtime.validate import atomic_write
 
     target = tmp_path / "t.csv"
     target.write_text("old")
@@ -319,7 +319,7 @@ import sys, warnings, jax, jax.numpy as jnp
 jax.config.update("jax_compilation_cache_dir", sys.argv[1])
 jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
 jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
-from oscar_jax.runtime.xla_cache import drop_unreadable_entry
+from oscar_jax.runtime.cache import drop_unreadable_entry
 def show(message, category, filename, lineno, file=None, line=None):
     drop_unreadable_entry(str(message))
     print("warning:", message)

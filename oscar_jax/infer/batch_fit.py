@@ -27,7 +27,7 @@ from .fit_core import FitCore, fit_core
 from ..model.design import Design
 from ..model.params import Layout
 from ..model.problem import prepare
-from ..runtime.program_cache import persistent_jit
+from ..runtime.jit import persistent_jit
 from ..runtime.progress import progress
 from .sandwich import targets_batch_jit
 from ..runtime.sharding import padded_size, replicate_mesh, sharded_runner, to_host

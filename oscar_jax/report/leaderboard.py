@@ -36,8 +36,8 @@ import numpy as np
 import pandas as pd
 from statistics import NormalDist
 
-from ..results.intervals import percentiles
-from ..runtime.program_cache import RUN_ONCE, persistent_jit
+from ..results.intervals import CI_SOURCES, percentiles
+from ..runtime.jit import RUN_ONCE, persistent_jit
 from .render import render_table, shorten
 from ..results.fit import FitResult
 from ..infer.sandwich import INDEPENDENCE_NOTE, delta_se, targets
@@ -61,7 +61,6 @@ __all__ = [
 ELO_BASE = 1000.0
 ELO_SLOPE = 400.0 / math.log(10.0)  # Elo points per logit: odds 10:1 at a 400-point gap
 SCALES = ("logit", "elo")
-CI_SOURCES = ("sandwich", "model", "bootstrap", "bayes")
 # Said wherever model-based intervals are shown (one wording: oscar_jax.bayes.INDEPENDENCE_LABEL).
 CI_LABELS = {"sandwich": "prompt-cluster sandwich", "model": f"model-based: {INDEPENDENCE_NOTE}",
              "bootstrap": "prompt bootstrap, percentile", "bayes": "posterior, equal-tailed"}
@@ -147,7 +146,7 @@ _draw_scores_jit = persistent_jit(_draw_scores, static_argnames=("layout", "anch
 
 
 def prepare_board_program(layout, anchor_index: int | None = None) -> None:
-    """Compile ahead (:func:`~oscar_jax.runtime.program_cache.compile_ahead`) the board's scores and SEs."""
+    """Compile ahead (:func:`~oscar_jax.runtime.batching.compile_ahead`) the board's scores and SEs."""
     p = layout.n_theta
     _scores_and_se_jit.prepare(jax.ShapeDtypeStruct((p,), np.float64), jax.ShapeDtypeStruct((p, p), np.float64),
                                layout=layout, anchor_index=anchor_index)

@@ -24,14 +24,12 @@ import numpy as np
 import pandas as pd
 
 from .leaderboard import ELO_SLOPE, arena_leaderboard, rank_ub
-from ..results.intervals import percentiles
+from ..results.intervals import SCORE_SCALES, percentiles
 from ..model.links import sigmoid
 from ..runtime.validate import OscarInputError
 
 __all__ = ["SCORE_SCALES", "draws_board", "fastchat_table", "on_scale", "put_on_scale", "rescore", "scale_label",
            "scaled_board"]
-
-SCORE_SCALES = ("logit", "elo", "winrate")
 
 
 def scaled_board(result, *, ci: str = "sandwich", scale: str = "logit", anchor=None, baseline: str | None = None,
