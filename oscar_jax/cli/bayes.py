@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..results.intervals import CI_KINDS
 from .bootstrap import add_scale_arguments
-from .common import MODELS_HELP, add_data_arguments, emit, emit_json, problem_from_args
+from .common import add_data_arguments, emit, emit_json, problem_from_args
 
 DESCRIPTIONS = {
     "bayes": (
@@ -22,8 +22,7 @@ DESCRIPTIONS = {
 
 
 def add_arguments(parser, command: str):
-    add_data_arguments(parser)
-    parser.add_argument("--model", default="oscar", help=f"model variant: {MODELS_HELP} (default oscar)")
+    add_data_arguments(parser, model=True)
     parser.add_argument("--chains", type=int, default=4, help="NUTS chains, run in parallel (default 4)")
     parser.add_argument("--warmup", type=int, default=1000, help="adaptation iterations per chain (default 1000)")
     parser.add_argument("--draws", type=int, default=1000, help="kept draws per chain (default 1000)")

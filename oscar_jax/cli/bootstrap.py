@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..results.intervals import SCORE_SCALES
 from ..runtime.multiprocess import add_process_arguments
-from .common import MODELS_HELP, add_data_arguments, add_output_arguments, emit, emit_json, problem_from_args
+from .common import add_data_arguments, add_output_arguments, emit, emit_json, problem_from_args
 
 DESCRIPTIONS = {
     "bootstrap": (
@@ -17,8 +17,7 @@ DESCRIPTIONS = {
 
 
 def add_arguments(parser, command: str):
-    add_data_arguments(parser)
-    parser.add_argument("--model", default="oscar", help=f"model variant: {MODELS_HELP} (default oscar)")
+    add_data_arguments(parser, model=True)
     parser.add_argument("--replicates", type=int, default=500, help="bootstrap replicates (default 500)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the resampling and the random start (default 0)")
     parser.add_argument("--ci-prob", type=float, default=0.95, help="interval level (default 0.95)")

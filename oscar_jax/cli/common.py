@@ -14,8 +14,11 @@ from ..runtime.validate import OscarInputError
 MODELS_HELP = "j, j+p, j+l, j+f, bt+plf, davidson+plf, oscar (or e.g. j+p+l, oscar+c)"
 
 
-def add_data_arguments(parser):
+def add_data_arguments(parser, *, model: bool = False):
+    """DATA and the options that read and select it (``prepare``'s keywords); ``model``: also --model."""
     parser.add_argument("data", metavar="DATA", help="judgments: .json (Xu et al.), .jsonl, .csv, .tsv or .parquet")
+    if model:
+        parser.add_argument("--model", default="oscar", help=f"model variant: {MODELS_HELP} (default oscar)")
     parser.add_argument("--schema", choices=sorted(SCHEMAS), default=None,
                         help="input convention (default: detected from the columns)")
     parser.add_argument("--reference-judge", default=None, metavar="NAME",

@@ -12,7 +12,7 @@ import sys
 
 from ..results.intervals import CI_SOURCES, SCORE_SCALES
 from ..runtime.validate import OscarInputError, check_ci_prob, check_positive_int, resolve_name
-from .common import MODELS_HELP, add_data_arguments, add_output_arguments, emit, emit_json, problem_from_args
+from .common import add_data_arguments, add_output_arguments, emit, emit_json, problem_from_args
 
 DESCRIPTIONS = {
     "fit": "Fit a model by penalized maximum likelihood and report candidates, judges and win "
@@ -29,8 +29,7 @@ DESCRIPTIONS = {
 
 
 def add_arguments(parser, command: str):
-    add_data_arguments(parser)
-    parser.add_argument("--model", default="oscar", help=f"model variant: {MODELS_HELP} (default oscar)")
+    add_data_arguments(parser, model=True)
     parser.add_argument("--ci-prob", type=float, default=0.95, help="interval level (default 0.95)")
     parser.add_argument("--ridge", type=float, default=None, help="ridge λ (default 0.05)")
     if command == "report":

@@ -21,21 +21,13 @@ DESCRIPTIONS = {
 }
 
 
-def _ints(text: str, what: str) -> list[int]:
+def _numbers(text: str, what: str, kind=float) -> list:
+    """A comma-separated list of ``kind`` (int or float) from an option's text."""
     try:
-        values = [int(x) for x in text.split(",") if x.strip()]
+        values = [kind(x) for x in text.split(",") if x.strip()]
     except ValueError:
-        raise OscarInputError(f"{what} must be comma-separated integers, e.g. 1000,2500; got {text!r}") from None
-    if not values:
-        raise OscarInputError(f"{what} is empty")
-    return values
-
-
-def _floats(text: str, what: str) -> list[float]:
-    try:
-        values = [float(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise OscarInputError(f"{what} must be comma-separated numbers, e.g. 0,1; got {text!r}") from None
+        example = "integers, e.g. 1000,2500" if kind is int else "numbers, e.g. 0,1"
+        raise OscarInputError(f"{what} must be comma-separated {example}; got {text!r}") from None
     if not values:
         raise OscarInputError(f"{what} is empty")
     return values
@@ -83,7 +75,7 @@ def add_arguments(parser, command: str):
 def _settings(args, ns: list[int], methods: list[str]) -> tuple[list, dict | None]:
     from ..sweep import TABLE_G2_CONTROLS, Setting, settings_grid
 
-    settings = settings_grid(ns, _floats(args.c, "--c"), _floats(args.rho, "--rho"))
+    settings = settings_grid(ns, _numbers(args.c, "--c"), _numbers(args.rho, "--rho"))
     restrict = None
     if args.controls:
         controls = [Setting(args.control_n, c, r) for c, r in TABLE_G2_CONTROLS]
@@ -123,7 +115,7 @@ def run(args) -> int:
     from ..report.render import render_table, write_tables
     from ..sweep import DEFAULT_METHODS, DEFAULT_NS, sweep
 
-    ns = list(DEFAULT_NS) if args.n is None else _ints(args.n, "--n")
+    ns = list(DEFAULT_NS) if args.n is None else _numbers(args.n, "--n", int)
     methods = list(DEFAULT_METHODS) if args.methods is None else _methods(args.methods)
     settings, restrict = _settings(args, ns, methods)
     result = sweep(reps=args.reps, methods=methods, seed=args.seed, settings=settings, method_settings=restrict,

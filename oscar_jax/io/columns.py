@@ -32,6 +32,7 @@ __all__ = [
     "outcome_from_labels",
     "prompt_ids",
     "prompt_key",
+    "raise_at",
     "require_columns",
     "row_label",
     "shown",
@@ -81,6 +82,15 @@ def require_columns(frame: pd.DataFrame, columns, schema: str) -> None:
         )
 
 
+def raise_at(bad, message) -> None:
+    """Raise :class:`OscarInputError` with ``message(i)`` for the first record ``i`` where
+    ``bad`` holds (``message`` names the column, the row as the user counts it, the value
+    and the fix)."""
+    bad = np.asarray(bad, dtype=bool)
+    if bad.any():
+        raise OscarInputError(message(int(np.flatnonzero(bad)[0])))
+
+
 def prompt_key(value):
     """Hashable prompt id; lists such as ["file.jsonl", 444] become "file.jsonl#444"."""
     if isinstance(value, (list, tuple, np.ndarray)):
@@ -105,12 +115,7 @@ def blank(col: pd.Series) -> np.ndarray:
 def name_column(frame: pd.DataFrame, column: str) -> pd.Series:
     """``frame[column]`` as stripped names; a missing or blank name is an error."""
     col = frame[column]
-    bad = blank(col)
-    if bad.any():
-        row = int(np.flatnonzero(bad)[0])
-        raise OscarInputError(
-            f"column {column!r} {row_label(frame, row)}: missing name; every record needs a {column}"
-        )
+    raise_at(blank(col), lambda i: f"column {column!r} {row_label(frame, i)}: missing name; every record needs a {column}")
     return col.astype(str).str.strip()
 
 
@@ -204,13 +209,8 @@ def canonical_frame(frame: pd.DataFrame, report: LoadReport, outcome, *, prompt,
         result[SOURCE_ROW] = frame[SOURCE_ROW].to_numpy()
     if "weight" in frame.columns:
         w = pd.to_numeric(frame["weight"], errors="coerce").to_numpy(dtype=float)
-        bad = ~np.isfinite(w) | (w < 0)
-        if bad.any():
-            row = int(np.flatnonzero(bad)[0])
-            raise OscarInputError(
-                f"column 'weight' {row_label(frame, row)}: invalid weight {shown(frame['weight'].iloc[row])!r}; "
-                "weights must be finite and ≥ 0"
-            )
+        raise_at(~np.isfinite(w) | (w < 0), lambda i: f"column 'weight' {row_label(frame, i)}: invalid weight "
+                 f"{shown(frame['weight'].iloc[i])!r}; weights must be finite and ≥ 0")
         result["weight"] = w
     else:
         result["weight"] = 1.0
@@ -220,9 +220,7 @@ def canonical_frame(frame: pd.DataFrame, report: LoadReport, outcome, *, prompt,
             result[lcol] = _lengths(frame[lcol], lcol, frame)
         elif tcol in frame.columns:
             texts = frame[tcol]
-            if texts.isna().any():
-                row = int(np.flatnonzero(texts.isna().to_numpy())[0])
-                raise OscarInputError(f"column {tcol!r} {row_label(frame, row)}: missing response text")
+            raise_at(texts.isna(), lambda i, c=tcol: f"column {c!r} {row_label(frame, i)}: missing response text")
             # Unicode characters, as in Section 3.2 (not bytes, not tokens).
             result[lcol] = texts.astype(str).str.len().astype(float).to_numpy()
     if ("len_a" in result) != ("len_b" in result):
@@ -240,21 +238,12 @@ MAX_LENGTH = 1e9
 
 def _lengths(col: pd.Series, name: str, frame=None) -> np.ndarray:
     values = pd.to_numeric(col, errors="coerce").to_numpy(dtype=float)
-    huge = np.isfinite(values) & (values > MAX_LENGTH)
-    if huge.any():
-        row = int(np.flatnonzero(huge)[0])
-        raise OscarInputError(
-            f"column {name!r} {row_label(frame, row)}: length "
-            f"{shown(col.iloc[row])!r} exceeds {MAX_LENGTH:.0e} characters; lengths are character counts of "
-            "the responses — fix the value (or drop the length columns)"
-        )
-    bad = ~np.isfinite(values) | (values < 0)
-    if bad.any():
-        row = int(np.flatnonzero(bad)[0])
-        raise OscarInputError(
-            f"column {name!r} {row_label(frame, row)}: invalid length {shown(col.iloc[row])!r}; lengths must be "
-            "finite, non-negative character counts (give all records lengths, or none)"
-        )
+    raise_at(np.isfinite(values) & (values > MAX_LENGTH), lambda i: (
+        f"column {name!r} {row_label(frame, i)}: length {shown(col.iloc[i])!r} exceeds {MAX_LENGTH:.0e} characters; "
+        "lengths are character counts of the responses — fix the value (or drop the length columns)"))
+    raise_at(~np.isfinite(values) | (values < 0), lambda i: (
+        f"column {name!r} {row_label(frame, i)}: invalid length {shown(col.iloc[i])!r}; lengths must be "
+        "finite, non-negative character counts (give all records lengths, or none)"))
     return values
 
 
@@ -268,11 +257,9 @@ def prompt_ids(frame: pd.DataFrame, column: str, report) -> pd.Series:
         )
         return pd.Series([f"record-{i}" for i in range(len(frame))], dtype=object)
     col = frame[column]
-    if col.isna().any():
-        row = int(np.flatnonzero(col.isna().to_numpy())[0])
-        raise OscarInputError(f"column {column!r} {row_label(frame, row)}: missing prompt id; give every record "
-                              f"its prompt's id (records of one prompt form one cluster), or drop the {column!r} "
-                              "column to make every record its own cluster")
+    raise_at(col.isna(), lambda i: f"column {column!r} {row_label(frame, i)}: missing prompt id; give every record "
+             f"its prompt's id (records of one prompt form one cluster), or drop the {column!r} column to make "
+             "every record its own cluster")
     if pd.api.types.infer_dtype(col, skipna=False) == "string":
         # Strings are their own keys: one hash pass instead of a Python call per record.
         return col.astype(object)
@@ -301,24 +288,16 @@ def check_canonical(frame: pd.DataFrame) -> None:
     prompt id). Rows are counted from 1, as the user counts them.
     """
     for column in ("candidate_a", "candidate_b", "judge"):
-        bad = blank(pd.Series(frame[column].to_numpy(), dtype=object))
-        if bad.any():
-            row = int(np.flatnonzero(bad)[0])
-            raise OscarInputError(f"column {column!r} row {row + 1}: missing name "
-                                  f"{shown(frame[column].iloc[row])!r}; every record needs a {column}")
-    prompts = frame["prompt"]
-    if prompts.isna().any():
-        row = int(np.flatnonzero(prompts.isna().to_numpy())[0])
-        raise OscarInputError(f"column 'prompt' row {row + 1}: missing prompt id; give every record its "
-                              "prompt's id (records of one prompt form one cluster)")
+        raise_at(blank(pd.Series(frame[column].to_numpy(), dtype=object)), lambda i, c=column: (
+            f"column {c!r} row {i + 1}: missing name {shown(frame[c].iloc[i])!r}; every record needs a {c}"))
+    raise_at(frame["prompt"].isna(), lambda i: f"column 'prompt' row {i + 1}: missing prompt id; give every record its "
+             "prompt's id (records of one prompt form one cluster)")
     if "weight" in frame.columns:
         raw = frame["weight"]
         w = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=float)
-        bad = ~np.isfinite(w) | (w < 0) | raw.isna().to_numpy()
-        if bad.any():
-            row = int(np.flatnonzero(bad)[0])
-            raise OscarInputError(f"column 'weight' row {row + 1}: invalid weight {shown(raw.iloc[row])!r}; "
-                                  "weights must be finite and ≥ 0 (use 0 to leave a record out)")
+        raise_at(~np.isfinite(w) | (w < 0) | raw.isna().to_numpy(), lambda i: (
+            f"column 'weight' row {i + 1}: invalid weight {shown(raw.iloc[i])!r}; weights must be finite and ≥ 0 "
+            "(use 0 to leave a record out)"))
         if not np.any(w > 0):
             raise OscarInputError("column 'weight': every weight is 0, so no record counts; give the records "
                                   "positive weights")

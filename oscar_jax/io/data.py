@@ -36,7 +36,7 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from .columns import CANONICAL_COLUMNS, SOURCE_ROW, LoadReport
+from .columns import CANONICAL_COLUMNS, SOURCE_ROW, LoadReport, raise_at
 from .filters import filter_pairs, selection_mask
 from .readers import read_table
 from .responses import attach_responses
@@ -182,12 +182,8 @@ def load_judgments(source, schema: str | None = None, *, bothbad: str = "tie", b
             )
         frame[col] = raw[col].to_numpy()[rows]
     same = (frame["candidate_a"] == frame["candidate_b"]).to_numpy()
-    if same.any():
-        row = int(np.flatnonzero(same)[0])
-        raise OscarInputError(
-            f"row {int(rows[row]) + 1}: candidate_a == candidate_b == {frame['candidate_a'].iloc[row]!r}; "
-            f"a candidate cannot be compared with itself ({int(same.sum())} such records); remove them"
-        )
+    raise_at(same, lambda i: (f"row {int(rows[i]) + 1}: candidate_a == candidate_b == {frame['candidate_a'].iloc[i]!r}; "
+                              f"a candidate cannot be compared with itself ({int(same.sum())} such records); remove them"))
     if pairs or exclude_ties:
         keep = selection_mask(frame, report, pairs, exclude_ties)
         frame, rows = frame.loc[keep].drop(columns=list(dict.fromkeys(carried))).reset_index(drop=True), rows[keep]

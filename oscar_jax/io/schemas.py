@@ -43,8 +43,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .columns import (LoadReport, canonical_frame, name_column, outcome_from_labels, prompt_ids, require_columns,
-                      row_label, shown)
+from .columns import (LoadReport, canonical_frame, name_column, outcome_from_labels, prompt_ids, raise_at,
+                      require_columns, row_label, shown)
 from ..runtime.validate import OscarInputError
 
 __all__ = [
@@ -150,15 +150,10 @@ def _convert_crowdkit(frame: pd.DataFrame, report: LoadReport, options: dict) ->
     left, right = name_column(frame, "left"), name_column(frame, "right")
     label = name_column(frame, "label")
     a_won = (label == left).to_numpy()
-    b_won = (label == right).to_numpy()
-    bad = ~(a_won | b_won)
-    if bad.any():
-        row = int(np.flatnonzero(bad)[0])
-        raise OscarInputError(
-            f"column 'label' {row_label(frame, row)}: {label.iloc[row]!r} is neither the left item "
-            f"{left.iloc[row]!r} nor the right item {right.iloc[row]!r}; crowd-kit labels hold the "
-            "winner's id and the format has no ties (use the evalica or oscar schema for ties)"
-        )
+    raise_at(~(a_won | (label == right).to_numpy()), lambda i: (
+        f"column 'label' {row_label(frame, i)}: {label.iloc[i]!r} is neither the left item {left.iloc[i]!r} nor the "
+        f"right item {right.iloc[i]!r}; crowd-kit labels hold the winner's id and the format has no ties (use the "
+        "evalica or oscar schema for ties)"))
     outcome = a_won.astype(float), np.full(len(frame), "", dtype=object)
     return canonical_frame(frame, report, outcome, prompt=("task", "question_id", "prompt"), candidate_a=left,
                            candidate_b=right, judge="worker")
@@ -224,13 +219,8 @@ def _arena_hard_options(frame: pd.DataFrame, options: dict) -> pd.DataFrame:
     if baseline is not None:
         if "baseline" in frame.columns:
             given = frame["baseline"].astype(str).str.strip()
-            clash = (given != str(baseline)).to_numpy()
-            if clash.any():
-                row = int(np.flatnonzero(clash)[0])
-                raise OscarInputError(
-                    f"column 'baseline' {row_label(frame, row)}: {given.iloc[row]!r} differs from "
-                    f"baseline={baseline!r}; drop one of the two"
-                )
+            raise_at(given != str(baseline), lambda i: (f"column 'baseline' {row_label(frame, i)}: {given.iloc[i]!r} "
+                                                        f"differs from baseline={baseline!r}; drop one of the two"))
         frame = frame.assign(baseline=str(baseline))
     if strong_weight is not None:
         w = float(strong_weight)
