@@ -24,7 +24,7 @@ GAMMA_ATOL = 0.05
 @pytest.mark.slow
 def test_mtbench_posterior_is_close_to_point_fit_and_converges():
     path = shared_data("mtbench")
-    design = oj.fit.__globals__["as_design"](path, reference_judge=REFERENCE_JUDGE)
+    design = oj.prepare(path, reference_judge=REFERENCE_JUDGE).design
     point = oj.fit(design, "oscar")
     # the plain model: its scores are on the point fit's scale (the prompt effect's are prompt-conditional)
     # 4 chains × (1000 + 1000); warns if poor (no progress bar: no host callback per iteration)
