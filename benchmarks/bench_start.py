@@ -42,6 +42,11 @@ def commands(data: str | None, missing: str) -> dict[str, list[str]]:
     return cmds
 
 
+# Python puts the working folder first on sys.path: every process runs from an empty one, so
+# each side imports the checkout its PYTHONPATH names.
+_CWD = tempfile.mkdtemp(prefix="oscar_bench_start_cwd_")
+
+
 def _env(root: Path, cache: Path) -> dict:
     env = dict(os.environ, OSCAR_JAX_CACHE_DIR=str(cache))
     env["PYTHONPATH"] = str(root) + os.pathsep + env.get("PYTHONPATH", "")
@@ -53,7 +58,7 @@ def _timed(args: list[str], env: dict) -> tuple[float, float]:
     """(wall, CPU) seconds of one fresh process."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    subprocess.run([sys.executable, *args], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    subprocess.run([sys.executable, *args], env=env, cwd=_CWD, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -69,7 +74,7 @@ def heavy_imports(args: list[str], env: dict) -> list[str]:
         argv = []
     else:
         argv = args[2:]
-    out = subprocess.run([sys.executable, "-c", code, *argv], env=env, capture_output=True, text=True)
+    out = subprocess.run([sys.executable, "-c", code, *argv], env=env, cwd=_CWD, capture_output=True, text=True)
     return ast.literal_eval(out.stderr.strip().splitlines()[-1]) if out.stderr.strip() else []
 
 
