@@ -16,30 +16,17 @@ import jax
 import numpy as np
 
 from .infer.fit_core import fit_core_seeded_jit
-from .model.problem import Problem, as_design, prepare
+from .model.problem import prepare
+from .model.spec import ModelSpec, parse_model
 from .results.boards import score_board
 from .results.fit import FitResult, prepare_report_programs
-from .model.spec import ModelSpec, parse_model
-from .infer.starts import start_points
-from .runtime.validate import check_ci_prob, check_positive_int
+from .runtime.validate import OscarFitWarning, OscarNoteWarning, check_ci_prob, check_positive_int
 
-__all__ = ["OscarFitWarning", "OscarNoteWarning", "RECORDS_PER_PARAMETER", "as_design", "companion_fit", "companion_fits",
-           "fit", "fit_problem", "small_data_advice", "start_points"]
+__all__ = ["OscarFitWarning", "OscarNoteWarning", "RECORDS_PER_PARAMETER", "companion_fit", "companion_fits", "fit",
+           "small_data_advice"]
 
 RECORDS_PER_PARAMETER = 50  # below this many judgments per free parameter, compare with the smaller model
 WIDER = 1.5  # intervals this many times as wide as the smaller model's are worth a note
-
-
-class OscarFitWarning(UserWarning):
-    """A fit finished but failed one of the Appendix B.3 checks."""
-
-
-class OscarNoteWarning(UserWarning):
-    """Something the fit did that changes what it estimates (a term dropped, records left out).
-
-    Issued once per distinct note per session; the CLI prints the notes in its output
-    instead. Silence with ``warnings.filterwarnings("ignore", category=OscarNoteWarning)``.
-    """
 
 
 _NOTES_SHOWN: set[str] = set()
@@ -57,50 +44,46 @@ def _unit_weights(n_clusters: int):
     return jax.device_put(np.ones(n_clusters))  # jnp.ones/jnp.asarray would compile a program
 
 
-def fit(data, model: str | ModelSpec = "oscar", *, reference_judge: str | None = None,
-        family_map=None, covariates=(), ridge: float | None = None, starts: int = 2,
-        seed: int = 0, schema: str | None = None, ci_prob: float = 0.95,
-        max_iter: int = 100, bothbad: str = "tie", warn: bool = True) -> FitResult:
+def fit(data, model: str | ModelSpec | None = None, *, starts: int = 2, seed: int = 0, ci_prob: float = 0.95,
+        max_iter: int = 100, warn: bool = True, **setup) -> FitResult:
     """Fit an OSCAR-family model by penalized maximum likelihood.
 
     Parameters
     ----------
     data
-        A :class:`~oscar_jax.model.design.Design`, a file path, a DataFrame or a list of
-        records in any supported schema (see :func:`~oscar_jax.io.data.load_judgments`).
+        A file path, a DataFrame or a list of records in any supported schema (see
+        :func:`~oscar_jax.io.data.load_judgments`), what ``load_judgments`` returned, a
+        :class:`~oscar_jax.model.design.Design` or a prepared
+        :class:`~oscar_jax.model.problem.Problem`.
     model
         ``"j"``, ``"j+p"``, ``"j+l"``, ``"j+f"``, ``"bt+plf"``, ``"davidson+plf"``,
-        ``"oscar"`` (default), any combination such as ``"j+p+l"``, or a ModelSpec.
-    reference_judge
-        Judge with γ = 1 (exact name or unique substring); default: most records. It
-        fixes the unit of the raw scores ``result.scores`` (s scales as 1/γ_ref), not the
-        average-judge logit used for leaderboards (see Scales below).
-    family_map
-        dict model or judge name → family, overriding the built-in family rules used by
-        the self-family term (e.g. ``{"my-judge-v2": "llama"}``).
-    covariates
-        Names of numeric record-level contrast columns in ``data`` that enter η with a
-        per-judge coefficient (used by models with the ``c`` term, e.g. ``"oscar+c"``).
-    ridge
-        λ (default 0.05, the paper's value) on the summed loss.
+        ``"oscar"`` (default; a Problem's own model), any combination such as
+        ``"j+p+l"``, or a ModelSpec.
     starts
         Number of starts (zero plus ``starts − 1`` draws from N(0, 0.08²)); the smallest
         objective is kept.
     seed
         Seed of the random starts (explicit; results are deterministic given it).
-    schema
-        Input convention of ``data`` when it is a file or frame (default: detected from
-        the columns); see :data:`oscar_jax.io.data.SCHEMAS`.
     ci_prob
         Level of the intervals in the result's tables.
     max_iter
         Newton iterations allowed per start (default 100); a fit that needs more fails
         the convergence check.
-    bothbad
-        Arena's ``tie (bothbad)``: ``"tie"`` scores it ½ (default), ``"drop"`` removes it.
     warn
         Issue :class:`OscarFitWarning` for failed B.3 checks and, once per distinct note,
         :class:`OscarNoteWarning` for the fit's notes (terms dropped, loader notes).
+    **setup
+        The set-up keywords of :func:`~oscar_jax.model.problem.prepare`, among them
+        ``ridge`` (λ, default 0.05, the paper's value, on the summed loss);
+        ``reference_judge`` (the judge with γ = 1: exact name or unique substring;
+        default the one with most records; it fixes the unit of the raw scores
+        ``result.scores``, not the average-judge logit of the leaderboards);
+        ``family_map`` (dict name → family overriding the built-in family rules);
+        ``covariates`` (numeric record-level contrast columns, used by models with the
+        ``c`` term such as ``"oscar+c"``); and the reading keywords ``schema``,
+        ``bothbad``, ``filters`` (e.g. ``{"category": "coding"}``), ``exclude_ties``,
+        ``baseline``, ``strong_weight``, ``encoding``, ``responses``, ``turn``,
+        ``missing_responses`` (see :func:`~oscar_jax.io.data.load_judgments`).
 
     Returns
     -------
@@ -130,21 +113,7 @@ def fit(data, model: str | ModelSpec = "oscar", *, reference_judge: str | None =
     ci_prob = check_ci_prob(ci_prob)
     starts = check_positive_int("starts", starts)
     max_iter = check_positive_int("max_iter", max_iter)
-    problem = prepare(data, model, ridge=ridge, schema=schema, reference_judge=reference_judge,
-                      family_map=family_map, covariates=covariates, bothbad=bothbad)
-    return fit_problem(problem, starts=starts, seed=seed, ci_prob=ci_prob, max_iter=max_iter, warn=warn,
-                       stacklevel=3)
-
-
-def fit_problem(problem: Problem, *, starts: int = 2, seed: int = 0, ci_prob: float = 0.95, max_iter: int = 100,
-                warn: bool = True, stacklevel: int = 2) -> FitResult:
-    """:func:`fit` of a prepared :class:`~oscar_jax.model.problem.Problem` (see :func:`~oscar_jax.model.problem.prepare`).
-
-    ``stacklevel`` places the warnings (2: the caller of this function).
-    """
-    ci_prob = check_ci_prob(ci_prob)
-    starts = check_positive_int("starts", starts)
-    max_iter = check_positive_int("max_iter", max_iter)
+    problem = prepare(data, model, **setup)
     design, eff, layout = problem.design, problem.effective_spec, problem.layout
     omega = _unit_weights(design.n_clusters)
     args = (design.arrays, omega, np.int64(seed))
@@ -166,8 +135,8 @@ def fit_problem(problem: Problem, *, starts: int = 2, seed: int = 0, ci_prob: fl
                        notes=notes, ci_prob=ci_prob)
     if warn:
         for message in result.failed_checks():
-            warnings.warn(f"{eff.name} fit: {message}", OscarFitWarning, stacklevel=stacklevel)
-        _warn_notes(result.notes, stacklevel + 1)
+            warnings.warn(f"{eff.name} fit: {message}", OscarFitWarning, stacklevel=2)
+        _warn_notes(result.notes, 3)
     return result
 
 

@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-ARENA = str(ROOT / "tests" / "data" / "eco_arena.csv")
+ARENA = str(ROOT / "oscar_jax" / "io" / "examples" / "arena_battles.csv")
 OSCAR = str(ROOT / "tests" / "data" / "eco_oscar.csv")
 
 COMMANDS = {

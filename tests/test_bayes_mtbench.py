@@ -24,7 +24,7 @@ GAMMA_ATOL = 0.05
 @pytest.mark.slow
 def test_mtbench_posterior_is_close_to_point_fit_and_converges():
     path = shared_data("mtbench")
-    design = oj.fit.__globals__["as_design"](path, reference_judge=REFERENCE_JUDGE)
+    design = oj.prepare(path, reference_judge=REFERENCE_JUDGE).design
     point = oj.fit(design, "oscar")
     # the plain model: its scores are on the point fit's scale (the prompt effect's are prompt-conditional)
     # 4 chains × (1000 + 1000); warns if poor (no progress bar: no host callback per iteration)
@@ -63,7 +63,7 @@ def test_mtbench_prompt_candidate_interval_has_the_sandwich_width():
     up to √(0.94 · 0.06 / 14) ≈ 0.06, so it is checked at ≥ 0.8, about 2–3 of them below the
     measured values; the ratio's band (±25%) holds the short runs' spread (0.99–1.11)."""
     path = shared_data("mtbench")
-    from oscar_jax.fit import as_design
+    from oscar_jax.model.problem import as_design
 
     design = as_design(path)
     point = oj.fit(design, "oscar", warn=False)

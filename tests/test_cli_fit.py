@@ -11,9 +11,10 @@ import pytest
 from oscar_jax import fit
 from oscar_jax.cli.main import main
 from oscar_jax.report.text import fit_report
+from helpers import ARENA_EXAMPLE
 
 DATA = Path(__file__).resolve().parent / "data"
-BATTLES = str(DATA / "eco_arena.csv")
+BATTLES = str(ARENA_EXAMPLE)
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 EXACT = 1e-9  # values copied between tables; rounding only
 

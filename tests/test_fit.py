@@ -168,8 +168,7 @@ def test_model_based_intervals_are_narrower_under_dependence():
     assert np.median(wm_c.se_logit / wm_m.se_logit) > 1.2
 
 
-def test_prepare_resolves_the_problem_once_and_fit_problem_equals_fit():
-    from oscar_jax.fit import fit_problem
+def test_prepare_resolves_the_problem_once_and_a_prepared_problem_fits_as_the_data():
     from oscar_jax.model.problem import prepare
 
     design = oj.simulate_design(seed=0, n_prompts=60)
@@ -180,9 +179,12 @@ def test_prepare_resolves_the_problem_once_and_fit_problem_equals_fit():
     assert problem.layout == design.layout(problem.effective_spec)
     assert problem.notes[-1].startswith("covariate term dropped")
     direct = oj.fit(design, "j+c", ridge=0.1, warn=False)
-    prepared = fit_problem(problem, warn=False)
+    prepared = oj.fit(problem, warn=False)
     np.testing.assert_array_equal(prepared.theta, direct.theta)
     assert prepared.notes == direct.notes and prepared.spec == direct.spec
+    assert prepare(problem) is problem  # nothing asked of it: resolved once, not again
+    other = oj.fit(problem, "j", warn=False)  # another model on the same design
+    assert other.design is design and other.spec == oj.parse_model("j")
 
 
 def test_identification_count_is_the_spectrum_count_with_or_without_the_certificate():

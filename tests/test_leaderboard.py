@@ -15,6 +15,7 @@ import oscar_jax as oj
 from oscar_jax.report.leaderboard import arena_leaderboard, arena_text, fmt_pm
 from oscar_jax.results.boards import ELO_SLOPE, as_draws, parse_anchor, rank_ub, score_function
 from oscar_jax.runtime.validate import OscarInputError
+from helpers import ARENA_EXAMPLE
 
 DATA = Path(__file__).resolve().parent / "data"
 # Closed-form identities evaluated in float64 on O(1) numbers: rounding only.
@@ -23,7 +24,7 @@ EXACT = 1e-9
 
 @pytest.fixture(scope="module")
 def result():
-    return oj.fit(DATA / "eco_arena.csv", "j+p")
+    return oj.fit(ARENA_EXAMPLE, "j+p")
 
 
 def test_elo_is_affine_in_average_judge_logit_and_gives_q(result):

@@ -25,7 +25,7 @@ import oscar_jax as oj
 from oscar_jax.io.data import load_judgments
 from oscar_jax.report.leaderboard import arena_leaderboard
 
-from helpers import shared_data
+from helpers import ARENA_EXAMPLE, shared_data
 
 evalica = pytest.importorskip("evalica")
 choix = pytest.importorskip("choix")
@@ -70,7 +70,7 @@ def check_parity(source):
 
 
 def test_parity_on_small_arena_file():
-    check_parity(DATA / "eco_arena.csv")
+    check_parity(ARENA_EXAMPLE)
 
 
 @pytest.mark.data

@@ -14,6 +14,7 @@ from oscar_jax.attenuation import attenuation
 from oscar_jax.report.leaderboard import arena_leaderboard
 from oscar_jax.report.plots import OKABE_ITO, attenuation_scatter, forest_plot, judge_panel, win_heatmap, write_fit_plots
 from oscar_jax.runtime.validate import OscarInputError
+from helpers import ARENA_EXAMPLE
 
 DATA = Path(__file__).resolve().parent / "data"
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -32,7 +33,7 @@ def assert_real_png(path: Path, min_side: int = 250):
 
 @pytest.fixture(scope="module")
 def fits():
-    pos = oj.fit(DATA / "eco_arena.csv", "j+p")
+    pos = oj.fit(ARENA_EXAMPLE, "j+p")
     return pos, oj.fit(pos.design, "j")
 
 

@@ -12,6 +12,7 @@ import pytest
 import oscar_jax as oj
 from oscar_jax import OscarDataWarning, OscarInputError
 from oscar_jax.io.data import shared_data_dir
+from helpers import ARENA_EXAMPLE
 
 DATA = Path(__file__).parent / "data"
 
@@ -25,7 +26,7 @@ def _scores(result):
 def test_reordered_dataframe_gives_the_reset_result(change):
     # No 'judge' column (arena) and the outcome attached by position: a sorted frame once
     # got its outcomes attached to the wrong records; filtered/concatenated ones crashed.
-    a = pd.read_csv(DATA / "eco_arena.csv").drop(columns="judge")
+    a = pd.read_csv(ARENA_EXAMPLE).drop(columns="judge")
     if change == "sorted":
         a = a.sort_values("model_b")
     elif change == "filtered":
@@ -281,7 +282,7 @@ def test_newline_in_a_name_does_not_break_the_table():
 def test_loader_notes_are_in_the_text_header():
     from oscar_jax.report.text import header
 
-    a = pd.read_csv(DATA / "eco_arena.csv").drop(columns=["judge"])
+    a = pd.read_csv(ARENA_EXAMPLE).drop(columns=["judge"])
     result = oj.fit(a, "j", warn=False)
     assert "note: no 'judge' column" in header(result)
 
@@ -298,7 +299,7 @@ def test_output_folder_is_checked_before_computing(tmp_path, capsys):
 
 
 def test_atomic_write_leaves_no_partial_file(tmp_path):
-    from oscar_jax.runtime.outputs import atomic_write
+    from oscar_jax.runtime.validate import atomic_write
 
     target = tmp_path / "t.csv"
     target.write_text("old")
@@ -317,7 +318,7 @@ import sys, warnings, jax, jax.numpy as jnp
 jax.config.update("jax_compilation_cache_dir", sys.argv[1])
 jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
 jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
-from oscar_jax.runtime.xla_cache import drop_unreadable_entry
+from oscar_jax.runtime.cache import drop_unreadable_entry
 def show(message, category, filename, lineno, file=None, line=None):
     drop_unreadable_entry(str(message))
     print("warning:", message)

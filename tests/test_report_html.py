@@ -17,9 +17,10 @@ import oscar_jax as oj
 from oscar_jax.cli.main import main
 from oscar_jax.report.leaderboard import arena_leaderboard
 from oscar_jax.report.html import _flags, report_html
+from helpers import ARENA_EXAMPLE
 
 DATA = Path(__file__).resolve().parent / "data"
-BATTLES = str(DATA / "eco_arena.csv")
+BATTLES = str(ARENA_EXAMPLE)
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 

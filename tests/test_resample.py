@@ -314,7 +314,7 @@ def test_cli_bootstrap(tmp_path, frame, capsys):
 
 
 def test_one_step_starts_linearise_the_replicates_and_leave_their_estimates(boot, design, full, monkeypatch):
-    from oscar_jax.infer import one_step
+    from oscar_jax.infer import starts as one_step
 
     # ω = 1 is the full data: its gradient at θ̂ is the solver's residual, so no step.
     at_full = one_step.one_step_starts(full, np.ones((1, design.n_clusters)))

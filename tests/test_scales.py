@@ -15,9 +15,10 @@ from oscar_jax.cli.main import main
 from oscar_jax.report.leaderboard import fastchat_table
 from oscar_jax.results.boards import ELO_SLOPE
 from oscar_jax.io.filters import select_records
+from helpers import ARENA_EXAMPLE
 
 DATA = Path(__file__).resolve().parent / "data"
-BATTLES = str(DATA / "eco_arena.csv")
+BATTLES = str(ARENA_EXAMPLE)
 EXACT = 1e-9
 
 
@@ -149,7 +150,7 @@ def test_exclude_tie_and_filter_select_records(capsys, tmp_path):
 
 def test_select_records_counts_what_it_drops():
     frame, report = oj.load_judgments(BATTLES, keep_columns=("judge",))
-    out = select_records(frame, report, exclude_tie=True, filters=["judge=claude-3-opus"])
+    out = select_records(frame, report, exclude_ties=True, filters=["judge=claude-3-opus"])
     assert report.n_kept == len(out) and (out.outcome != 0.5).all() and set(out.judge) == {"claude-3-opus"}
     assert report.ties == {"ties": 0, "'tie (bothbad)' ties": 0}
     assert report.dropped["not judge = claude-3-opus"] == 120

@@ -1,40 +1,48 @@
-"""``oscar fit``: penalized fit with cluster-robust intervals, Arena-style boards and plots."""
+"""``oscar fit`` and ``oscar report``: one fit, shown as text, JSON, CSV and plots, or as an HTML page.
+
+``fit`` prints the leaderboard with cluster-robust intervals (Arena-style boards on any
+scale), the judge table and the win probabilities; ``report`` writes the same fit as one
+self-contained HTML page to share.
+"""
 
 from __future__ import annotations
 
+import shlex
 import sys
 
-from ..fit import companion_fits, fit_problem, small_data_advice
-from ..infer.sandwich import INDEPENDENCE_NOTE
-from ..model.problem import prepare
-from ..report.leaderboard import arena_text, fastchat_table
-from ..report.render import fill, write_tables
-from ..report.text import fit_report, header, judges_text, strong_weight_note, win_text
-from ..results.boards import SCALES, as_draws, parse_anchor, prepare_board_program
-from ..runtime.validate import check_ci_prob, check_positive_int, resolve_name
-from .common import MODELS_HELP, add_data_arguments, add_output_arguments, design_from_args, emit, emit_json
+from ..results.intervals import CI_SOURCES, SCORE_SCALES
+from ..runtime.validate import OscarInputError, check_ci_prob, check_positive_int, resolve_name
+from .common import add_data_arguments, add_output_arguments, emit, emit_json, problem_from_args
 
-CI_SOURCES = ("sandwich", "model", "bootstrap", "bayes")
-
-NAME = "fit"
-HELP = "fit a model and print the leaderboard, judge table and win probabilities"
-DESCRIPTION = (
-    "Fit a model by penalized maximum likelihood and report candidates, judges and win "
-    "probabilities. --scale elo prints an Arena-style board (Rank (UB) | Model | Score | "
-    "95% CI (+x/−y) | Votes) with Elo = 1000 + (400/ln 10)·(average-judge logit); --anchor "
-    "NAME[=VALUE] pins one candidate and recomputes the intervals for the contrast with it; "
-    "--plots DIR writes forest, win-probability heatmap, judge panel and 1 − D² figures."
-)
+DESCRIPTIONS = {
+    "fit": "Fit a model by penalized maximum likelihood and report candidates, judges and win "
+           "probabilities. --scale elo prints an Arena-style board (Rank (UB) | Model | Score | "
+           "95% CI (+x/−y) | Votes) with Elo = 1000 + (400/ln 10)·(average-judge logit); --anchor "
+           "NAME[=VALUE] pins one candidate and recomputes the intervals for the contrast with it; "
+           "--plots DIR writes forest, win-probability heatmap, judge panel and 1 − D² figures.",
+    "report": "Fit a model and write one HTML file with the leaderboard (Elo and average-judge logit with "
+              "intervals, Rank (UB), votes), the judge table, the win-probability heatmap, the 1 − D² "
+              "attenuation plot, the data notes and checks, and the command and package versions. The file "
+              "uses no network resources (inline CSS, figures as inline PNG), so it can be mailed or published "
+              "as it is.",
+}
 
 
-def add_arguments(parser):
-    add_data_arguments(parser)
-    parser.add_argument("--model", default="oscar", help=f"model variant: {MODELS_HELP} (default oscar)")
+def add_arguments(parser, command: str):
+    add_data_arguments(parser, model=True)
+    parser.add_argument("--ci-prob", type=float, default=0.95, help="interval level (default 0.95)")
+    parser.add_argument("--ridge", type=float, default=None, help="ridge λ (default 0.05)")
+    if command == "report":
+        parser.add_argument("--ci", choices=["sandwich", "model"], default="sandwich",
+                            help="interval source: prompt-cluster sandwich (default) or model-based")
+        parser.add_argument("--seed", type=int, default=0, help="seed of the random second start (default 0)")
+        parser.add_argument("-o", "--output", default="report.html", metavar="FILE.html",
+                            help="where to write the page (default report.html)")
+        return
     parser.add_argument("--ci", choices=list(CI_SOURCES), default="sandwich",
                         help="interval source: prompt-cluster sandwich (default), model-based, prompt "
                              "bootstrap (oscar_jax.bootstrap) or posterior (oscar_jax.bayes)")
-    parser.add_argument("--ci-prob", type=float, default=0.95, help="interval level (default 0.95)")
-    parser.add_argument("--scale", choices=list(SCALES), default="logit",
+    parser.add_argument("--scale", choices=list(SCORE_SCALES), default="logit",
                         help="score scale: logit (default; average-judge logit, independent of the reference "
                              "judge), elo (1000 + 173.72·logit, Arena-style table) or winrate (arena-hard's "
                              "win rate %% against the --anchor or --baseline candidate)")
@@ -50,7 +58,6 @@ def add_arguments(parser):
                         help="with --ci bayes: sample the model without the prompt × candidate effect (much "
                              "faster; its intervals assume independent records and are too narrow under prompt "
                              "dependence: on MT-Bench about half the sandwich's width)")
-    parser.add_argument("--ridge", type=float, default=None, help="ridge λ (default 0.05)")
     parser.add_argument("--seed", type=int, default=0,
                         help="seed of the random second start and of the bootstrap/posterior (default 0)")
     add_output_arguments(parser, formats=("table", "json", "csv", "fastchat"))
@@ -78,22 +85,34 @@ def _draw_source(args, result):
 
 
 def run(args) -> int:
-    # Validate everything that does not need the data before reading or fitting anything.
+    return _report(args) if args.command == "report" else _fit(args)
+
+
+def _fit(args) -> int:
+    # Validate what does not need the data, then read and check the data, before fitting anything.
     ci_prob = check_ci_prob(args.ci_prob)
-    anchor = parse_anchor(args.anchor)
     draw_based = args.ci in ("bootstrap", "bayes")
     if draw_based:
         check_positive_int("replicates", args.replicates, minimum=2)
-    design = design_from_args(args)
+    problem = problem_from_args(args)
+    # the numeric stack, once the data are known to be good
+    from ..fit import companion_fits, fit, small_data_advice
+    from ..infer.sandwich import INDEPENDENCE_NOTE
+    from ..report.leaderboard import arena_text, fastchat_table
+    from ..report.render import fill, write_tables
+    from ..report.text import fit_report, header, judges_text, strong_weight_note, win_text
+    from ..results.boards import as_draws, parse_anchor, prepare_board_program
+
+    anchor = parse_anchor(args.anchor)
+    design = problem.design
     if anchor is not None:
         anchor = (resolve_name("anchor candidate", anchor[0], list(design.candidates)), anchor[1])
     if args.scale == "winrate":  # the baseline is the anchor: from --anchor, or an arena-hard --baseline
         name = anchor[0] if anchor else args.baseline
         anchor = None if name is None else (resolve_name("baseline candidate", name, list(design.candidates)), None)
-    problem = prepare(design, args.model, ridge=args.ridge)
     if anchor is not None:  # the anchored board's program compiles on the worker thread while the fit compiles
         prepare_board_program(problem.layout, problem.design.candidates.index(anchor[0]))
-    result = fit_problem(problem, seed=args.seed, ci_prob=ci_prob)
+    result = fit(problem, seed=args.seed, ci_prob=ci_prob)
     wald = "sandwich" if draw_based else args.ci
     no_effect = bool(getattr(args, "no_prompt_effect", False))
     draws = as_draws(_draw_source(args, result), result.layout, args.ci) if draw_based else None
@@ -153,4 +172,30 @@ def run(args) -> int:
         emit(text)
     if plots and args.format != "table":
         print(f"oscar fit: wrote {len(plots)} plots to {args.plots}", file=sys.stderr)
+    return 0
+
+
+def _command_line(args) -> str:
+    argv = getattr(args, "_argv", None)
+    if argv is None:
+        argv = sys.argv[1:]
+    return shlex.join(["oscar", *map(str, argv)])
+
+
+def _report(args) -> int:
+    ci_prob = check_ci_prob(args.ci_prob)
+    if not str(args.output).lower().endswith((".html", ".htm")):
+        raise OscarInputError(f"-o {args.output!r}: the report is an HTML page; give a name ending in .html")
+    problem = problem_from_args(args)
+    from ..fit import fit, small_data_advice  # the numeric stack, once the data are known to be good
+    from ..report.html import write_report
+    from ..report.text import strong_weight_note
+
+    result = fit(problem, seed=args.seed, ci_prob=ci_prob)
+
+    notes = small_data_advice(result, ci=args.ci, ridge=args.ridge, seed=args.seed)
+    notes += [n for n in [strong_weight_note(args.strong_weight)] if n]
+    path = write_report(args.output, result, ci=args.ci, command=_command_line(args), ridge=args.ridge,
+                        seed=args.seed, notes=notes)
+    print(f"oscar report: wrote {path} ({path.stat().st_size / 1024:.0f} KB); open it in a browser", file=sys.stderr)
     return 0

@@ -48,7 +48,7 @@ def new_figure(width: float, height: float, *, layout: str | None = "constrained
 
 def save_png(fig: Figure, path) -> Path:
     """Write ``fig`` as PNG to ``path`` (atomically: a reader never sees a partial file)."""
-    from ..runtime.outputs import atomic_write
+    from ..runtime.validate import atomic_write
 
     return atomic_write(path, lambda tmp: fig.savefig(tmp, format="png", dpi=DPI))
 

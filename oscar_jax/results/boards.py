@@ -48,14 +48,14 @@ from ..infer.sandwich import delta_se, targets, targets_batch_jit
 from ..model.links import sigmoid
 from ..runtime.program_cache import RUN_ONCE, persistent_jit
 from ..runtime.validate import OscarInputError, check_choice, check_ci_prob, resolve_name
-from .intervals import Draws, draw_interval
+from .intervals import SCORE_SCALES, Draws, draw_interval
 
 __all__ = ["ELO_BASE", "ELO_SLOPE", "SCALES", "SCORE_MEANING", "as_draws", "parse_anchor", "prepare_board_program",
            "rank_ub", "scale_note", "score_board", "score_function"]
 
 ELO_BASE = 1000.0
 ELO_SLOPE = 400.0 / math.log(10.0)  # Elo points per logit: odds 10:1 at a 400-point gap
-SCALES = ("logit", "elo", "winrate")
+SCALES = SCORE_SCALES  # (the CLI builds its parsers from intervals.py, which loads no JAX)
 # What a board's score is on each scale (the JSON's scale.score).
 SCORE_MEANING = {"logit": "average-judge logit x = γ̄·s (independent of the reference judge; = s when γ ≡ 1)",
                  "elo": "Elo = 1000 + (400/ln 10)·x", "winrate": "win rate % against {baseline}: 100·σ(x − x_baseline)"}

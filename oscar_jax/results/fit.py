@@ -46,7 +46,7 @@ def _covariances_call(design: Design, layout: Layout, ridge, theta, mask, hess, 
 
 
 def prepare_report_programs(design: Design, layout: Layout, ridge) -> None:
-    """Compile ahead (:func:`~oscar_jax.runtime.program_cache.compile_ahead`) the programs that
+    """Compile ahead (:func:`~oscar_jax.runtime.batching.compile_ahead`) the programs that
     :class:`FitResult` reports with on a fit of this shape: covariances, targets and their
     delta-method SEs, with the argument types :attr:`FitResult.cov` and the rest pass."""
     vec, mat = (jax.ShapeDtypeStruct(shape, np.float64) for shape in ((layout.n_theta,), (layout.n_theta,) * 2))
