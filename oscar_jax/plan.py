@@ -24,7 +24,6 @@ used prompts of the user's pool, or on new prompt ids ``new-1``, ``new-2``, … 
 from __future__ import annotations
 
 import heapq
-import math
 from typing import NamedTuple
 
 import numpy as np
@@ -35,104 +34,14 @@ from .infer.batch_design import Allocation, Criterion, greedy_allocation
 from .infer.judgment_info import information_factors_jit, plan_targets_jit
 from .io.pool import Pool, read_pool
 from .model.params import Layout
-from .model.problem import as_design
-from .model.spec import ModelSpec, parse_model
+from .model.plan_request import EXPLORE, Target, check_budget, check_explore, check_model, parse_costs, parse_target
+from .model.problem import Problem, prepare
+from .model.spec import ModelSpec
 from .results.fit import FitResult
 from .results.plan import PlanResult, plan_summary
 from .runtime.validate import OscarInputError, check_positive_int, resolve_name
 
-__all__ = ["EXPLORE", "Candidates", "Target", "allocate", "candidate_judgments", "check_budget", "check_explore", "check_model",
-           "parse_costs", "parse_target", "place_judgments", "plan", "spread_over_prompts"]
-
-# Share of each batch spent at random (uniformly over pairs, orders and judges, per unit
-# cost). A purely greedy design starves the judges it finds least informative; their γ and
-# biases then stay in the small-sample regime where Wald intervals undercover, and q_ij
-# depends on every judge through γ̄. In the Appendix G simulation, 0.2 kept the cluster
-# sandwich's coverage near 95 % at no visible cost in top-1 or τ (benchmarks/results/plan_simulation.md).
-EXPLORE = 0.2
-TARGET_HELP = "top1, ranking, judges or pairs:A,B (several pairs: 'pairs:A,B;C,D')"
-
-
-class Target(NamedTuple):
-    kind: str
-    pairs: tuple = ()   # ((name A, name B), …) for kind "pairs"
-
-
-def parse_target(text) -> Target:
-    """``top1`` | ``ranking`` | ``judges`` | ``pairs:A,B[;C,D…]`` (names resolved later, against the data)."""
-    if isinstance(text, Target):
-        return text
-    raw = str(text).strip()
-    if raw.lower() in ("top1", "ranking", "judges"):
-        return Target(raw.lower())
-    if raw.lower().startswith("pairs:"):
-        pairs = []
-        for part in raw[len("pairs:"):].split(";"):
-            names = [n.strip() for n in part.split(",")]
-            if len(names) != 2 or not all(names):
-                raise OscarInputError(f"target {raw!r}: {part!r} is not a pair A,B; write pairs:A,B (several: "
-                                      "'pairs:A,B;C,D', quoted in the shell)")
-            pairs.append(tuple(names))
-        return Target("pairs", tuple(pairs))
-    raise OscarInputError(f"target {raw!r} is not one of {TARGET_HELP}")
-
-
-def parse_costs(costs) -> dict[str, float]:
-    """Judge costs from ``"NAME=COST,NAME=COST"`` or a dict; each cost a positive finite number."""
-    if costs is None:
-        return {}
-    if isinstance(costs, str):
-        pairs = {}
-        for item in (x.strip() for x in costs.split(",")):
-            if not item:
-                continue
-            name, sep, value = item.rpartition("=")
-            if not sep or not name.strip():
-                raise OscarInputError(f"--judges entry {item!r} is not NAME=COST; e.g. --judges gpt-4=10,llama-3=1")
-            pairs[name.strip()] = value.strip()
-        costs = pairs
-    out = {}
-    for name, value in dict(costs).items():
-        try:
-            cost = float(value)
-        except (TypeError, ValueError):
-            raise OscarInputError(f"cost of judge {name!r} is {value!r}, not a number; e.g. {name}=10") from None
-        if not (math.isfinite(cost) and cost > 0):
-            raise OscarInputError(f"cost of judge {name!r} is {value!r}; costs must be positive and finite "
-                                  "(leave a judge out by giving a judgment pool without it)")
-        out[str(name)] = cost
-    return out
-
-
-def check_budget(budget) -> float:
-    try:
-        value = float(budget)
-    except (TypeError, ValueError):
-        raise OscarInputError(f"budget must be a positive number (judgments, or cost units with judge costs), "
-                              f"got {budget!r}") from None
-    if not (math.isfinite(value) and value > 0):
-        raise OscarInputError(f"budget must be a positive finite number, got {budget!r}; e.g. --budget 2000")
-    return value
-
-
-def check_model(model) -> ModelSpec:
-    """The model to plan with (default OSCAR): any fractional-tie model."""
-    spec = parse_model("oscar" if model is None else model)
-    if spec.ties == "davidson":
-        raise OscarInputError(f"model {spec.name!r}: plan supports the fractional-tie models (j…, bt…, oscar); a "
-                              "Davidson judgment's information has rank two — plan with the same terms and "
-                              "fractional ties")
-    return spec
-
-
-def check_explore(explore) -> float:
-    try:
-        value = float(explore)
-    except (TypeError, ValueError):
-        raise OscarInputError(f"explore must be a share in [0, 1), got {explore!r}; e.g. 0.2") from None
-    if not 0.0 <= value < 1.0:
-        raise OscarInputError(f"explore must be a share in [0, 1), got {explore!r}; e.g. 0.2 (0: purely greedy)")
-    return value
+__all__ = ["Candidates", "allocate", "candidate_judgments", "place_judgments", "plan", "spread_over_prompts"]
 
 
 class Candidates(NamedTuple):
@@ -271,26 +180,25 @@ def _new_prompt_ids(n: int, taken) -> list[str]:
     return [f"{prefix}{i + 1}" for i in range(n)]
 
 
-def _fitted(data, spec, seed: int, ci_prob: float) -> FitResult:
+def _fitted(data, seed: int, ci_prob: float) -> FitResult:
     """The fit a plan starts from: ``data`` itself when it is a FitResult (the one call into the estimators)."""
     if isinstance(data, FitResult):
         return data
-    return fit(data, spec, seed=seed, ci_prob=ci_prob, warn=False)
+    return fit(data, seed=seed, ci_prob=ci_prob, warn=False)
 
 
-def plan(data, model: str | None = None, *, budget, target="top1", costs=None, prompts=None, seed: int = 0,
-         explore: float = EXPLORE, ci_prob: float = 0.95, reference_judge: str | None = None, family_map=None,
-         schema: str | None = None, draws: int = 20_000) -> PlanResult:
+def plan(data, model: str | ModelSpec | None = None, *, budget, target="top1", costs=None, prompts=None, seed: int = 0,
+         explore: float = EXPLORE, ci_prob: float = 0.95, draws: int = 20_000, **setup) -> PlanResult:
     """Choose the next batch of judgments to buy.
 
     Parameters
     ----------
     data
-        A :class:`~oscar_jax.results.fit.FitResult` to plan from, or data for
-        :func:`~oscar_jax.fit` (a Design, path, DataFrame or records).
+        A :class:`~oscar_jax.results.fit.FitResult` to plan from, or anything
+        :func:`~oscar_jax.fit` takes (a path, frame, records, Design or prepared Problem).
     model
-        The model to fit and plan with (default ``"oscar"``; any fractional-tie model);
-        a FitResult's own model when ``data`` is one.
+        The model to fit and plan with (default ``"oscar"``, or a Problem's own; any
+        fractional-tie model); a FitResult's own model when ``data`` is one.
     budget
         Total cost of the batch: a number of judgments when every judge costs 1.
     target
@@ -312,6 +220,10 @@ def plan(data, model: str | None = None, *, budget, target="top1", costs=None, p
         starved — the greedy takes these judgments into account. 0: purely greedy.
     draws
         Monte Carlo draws for P(correct top-1).
+    **setup
+        The set-up keywords of :func:`~oscar_jax.prepare` (``ridge``, ``reference_judge``,
+        ``family_map``, ``covariates`` and the reading keywords), as for :func:`~oscar_jax.fit`;
+        not with a FitResult, which is set up already.
 
     Returns
     -------
@@ -333,13 +245,18 @@ def plan(data, model: str | None = None, *, budget, target="top1", costs=None, p
     seed = check_positive_int("seed", seed, minimum=0)
     draws = check_positive_int("draws", draws, minimum=100)
     from_fit = isinstance(data, FitResult)
-    spec = check_model(data.spec if from_fit and model is None else model)
-    if from_fit and spec.structure() != data.spec.structure():
-        raise OscarInputError(f"model {model!r}: a plan from a fit uses the fit's model ({data.spec.name}); "
-                              "leave model out or fit the data with it first")
+    if from_fit:
+        spec = check_model(data.spec if model is None else model)
+        if spec.structure() != data.spec.structure():
+            raise OscarInputError(f"model {model!r}: a plan from a fit uses the fit's model ({data.spec.name}); "
+                                  "leave model out or fit the data with it first")
+        if setup:
+            raise OscarInputError(f"{sorted(setup)} are fixed when the fit is made; a plan from a fit takes none")
+    else:
+        check_model(data.spec if isinstance(data, Problem) and model is None else model)  # before the data are read
     pool = None if prompts is None else read_pool(prompts)
-    design = data.design if from_fit else as_design(
-        data, schema=schema, reference_judge=reference_judge, family_map=family_map)
+    problem = None if from_fit else prepare(data, model, **setup)  # the one set-up path (fit reuses it)
+    design = data.design if from_fit else problem.design
     names, judge_names = list(design.candidates), list(design.judges)
     pair_index = tuple((names.index(resolve_name("candidate", a, names)), names.index(resolve_name("candidate", b, names)))
                        for a, b in target.pairs)
@@ -350,7 +267,7 @@ def plan(data, model: str | None = None, *, budget, target="top1", costs=None, p
     for name, cost in costs.items():
         judge_cost[judge_names.index(resolve_name("judge", name, judge_names))] = cost
     cells, row_cell = (None, None) if pool is None or pool.judgments is None else _pool_cells(pool, design)
-    result = _fitted(data if from_fit else design, spec, seed, ci_prob)
+    result = _fitted(data if from_fit else problem, seed, ci_prob)
     layout = result.layout
     if result.cov is None:
         raise OscarInputError("the fit failed the B.3 curvature check, so it has no covariance to plan from; "

@@ -104,7 +104,8 @@ def evaluate(rep: Replay, core, cov) -> dict:
 
 
 def run_seed(rep: Replay, name: str, seed: int, args) -> list[dict]:
-    from oscar_jax.plan import Target, allocate, candidate_judgments, place_judgments
+    from oscar_jax.model.plan_request import Target
+    from oscar_jax.plan import allocate, candidate_judgments, place_judgments
 
     d = rep.design
     grid = [int(round(f * rep.n)) for f in args.grid]

@@ -148,7 +148,8 @@ def evaluate(core, cov, layout, truth_s, gamma_bar) -> dict:
 
 
 def run_seed(seed: int, args, params, design, layouts) -> list[dict]:
-    from oscar_jax.plan import Target, allocate, candidate_judgments, spread_over_prompts
+    from oscar_jax.model.plan_request import Target
+    from oscar_jax.plan import allocate, candidate_judgments, spread_over_prompts
 
     world = World(seed, args.prompts, params)
     truth_s = world.s
@@ -335,7 +336,7 @@ def main(argv=None) -> dict:
     rows = pd.concat(rows, ignore_index=True)
     curve = curves(rows)
     need = budgets_needed(rows, args.boot, 0)
-    from oscar_jax.plan import EXPLORE
+    from oscar_jax.model.plan_request import EXPLORE
 
     settings = {"seeds": int(rows.seed.nunique()), "prompts": args.prompts,
                 "explore": EXPLORE if args.explore is None else args.explore, "start": args.start, "grid": args.grid,

@@ -1,29 +1,32 @@
-"""``oscar plan``: which judgments to buy next (judge-aware adaptive design)."""
+"""``oscar plan``: which judgments to buy next (judge-aware adaptive design).
+
+Options, the pool and the data are read and checked before :mod:`oscar_jax.plan` (which
+fits, so loads JAX) is imported.
+"""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
-from ..io.pool import read_pool
-from ..plan import EXPLORE, TARGET_HELP, check_budget, check_explore, check_model, parse_costs, parse_target, plan
-from ..report.plan_text import plan_text
-from ..results.plan import OUTPUT_SUFFIXES
+from ..model.plan_request import (EXPLORE, OUTPUT_SUFFIXES, TARGET_HELP, check_budget, check_explore, check_model,
+                                  parse_costs, parse_target)
 from ..runtime.validate import OscarInputError, check_ci_prob, check_positive_int
-from .common import MODELS_HELP, add_data_arguments, design_from_args, emit, emit_json
+from .common import MODELS_HELP, add_data_arguments, emit, emit_json, problem_from_args
 
-NAME = "plan"
-HELP = "choose the next batch of judgments to buy (pairs, orders, judges) for a target"
-DESCRIPTION = (
-    "Fit the data, then choose the batch of judgments (prompt, candidate in slot A, candidate in slot B, "
-    "judge) that most reduces the expected uncertainty of --target per unit cost, from each candidate "
-    "judgment's expected Fisher information under the fitted model and the expected prompt-cluster "
-    "sandwich after the batch. Writes the batch in the package's input schema (outcome blank, most "
-    "valuable first) and prints the expected P(correct top-1), Kendall τ and interval widths before and after."
-)
+DESCRIPTIONS = {
+    "plan": (
+        "Fit the data, then choose the batch of judgments (prompt, candidate in slot A, candidate in slot B, "
+        "judge) that most reduces the expected uncertainty of --target per unit cost, from each candidate "
+        "judgment's expected Fisher information under the fitted model and the expected prompt-cluster "
+        "sandwich after the batch. Writes the batch in the package's input schema (outcome blank, most "
+        "valuable first) and prints the expected P(correct top-1), Kendall τ and interval widths before and "
+        "after."
+    ),
+}
 
 
-def add_arguments(parser):
+def add_arguments(parser, command: str):
     add_data_arguments(parser)
     parser.add_argument("--model", default="oscar", help=f"model to plan with: {MODELS_HELP} (default oscar; "
                                                          "not davidson)")
@@ -42,6 +45,7 @@ def add_arguments(parser):
                         help=f"share of the budget spent at random over pairs, orders and judges, so that no "
                              f"judge is starved (default {EXPLORE}; 0: purely greedy)")
     parser.add_argument("--ci-prob", type=float, default=0.95, help="interval level (default 0.95)")
+    parser.add_argument("--ridge", type=float, default=None, help="ridge λ of the fit (default 0.05)")
     parser.add_argument("--out", dest="plan_out", default=None, metavar="FILE",
                         help="write the batch here (.csv or .jsonl), readable by oscar fit once outcomes are filled")
     parser.add_argument("--format", choices=["table", "json"], default="table", help="summary format on stdout")
@@ -64,7 +68,7 @@ def _check_out(path) -> Path | None:
 
 
 def run(args) -> int:
-    # Every option is checked before the data are read or anything is fitted.
+    # Every option, then the pool and the data, are checked before anything is fitted.
     budget = check_budget(args.budget)
     check_model(args.model)
     explore = check_explore(args.explore)
@@ -75,9 +79,15 @@ def run(args) -> int:
     out = _check_out(args.plan_out)
     if args.prompts is not None and not Path(args.prompts).exists():
         raise OscarInputError(f"--prompts file {args.prompts!r} does not exist")
+    from ..io.pool import read_pool
+
     pool = None if args.prompts is None else read_pool(args.prompts, args.encoding)
-    result = plan(design_from_args(args), args.model, budget=budget, target=target, costs=costs,
-                  prompts=pool, seed=seed, explore=explore, ci_prob=ci_prob)
+    problem = problem_from_args(args)
+    from ..plan import plan
+    from ..report.plan_text import plan_text
+
+    result = plan(problem, budget=budget, target=target, costs=costs, prompts=pool, seed=seed, explore=explore,
+                  ci_prob=ci_prob)
     if out is not None:
         result.write(out)
     if args.format == "json":

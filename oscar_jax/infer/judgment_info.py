@@ -20,7 +20,7 @@ import jax.numpy as jnp
 from ..model.likelihood import local_expected_stats, local_index, local_loss
 from ..model.links import net_preference
 from ..model.params import Layout
-from ..runtime.program_cache import RUN_ONCE, persistent_jit, register_pytree_names
+from ..runtime.jit import RUN_ONCE, persistent_jit, register_pytree_names
 from .sandwich import targets
 
 __all__ = ["PlanTargets", "information_factors", "information_factors_jit", "plan_targets", "plan_targets_jit"]

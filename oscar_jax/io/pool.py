@@ -20,8 +20,8 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from .columns import SOURCE_ROW, name_column, prompt_ids
-from .data import LoadReport
+from .columns import SOURCE_ROW, LoadReport, name_column, prompt_ids
+
 from .readers import read_table
 from ..runtime.validate import OscarInputError
 

@@ -18,15 +18,14 @@ import numpy as np
 import pandas as pd
 
 from ..infer.batch_design import sign_probability, top1_probability
-from ..infer.identification import interval_status
 from ..model.links import net_preference, sigmoid
+from ..model.plan_request import OUTPUT_SUFFIXES
 from ..runtime.outputs import atomic_write
 from ..runtime.validate import OscarInputError
 from .fit import FitResult
 
-__all__ = ["PlanResult", "plan_summary", "OUTPUT_SUFFIXES"]
+__all__ = ["PlanResult", "plan_summary"]
 
-OUTPUT_SUFFIXES = (".csv", ".jsonl")
 APPROXIMATION = ("expected values count each new judgment as a new prompt cluster (its expected information "
                  "added to the sandwich's bread and meat, the meat at least the bread) at the current estimate; "
                  "judgments that share a prompt with others may be correlated, which this ignores")
@@ -41,7 +40,7 @@ def _row(key, values, se0, se1, z, names, judges, status, beta_pos) -> dict:
     if kind == "h":
         _, i, j = key
         h = float(np.asarray(values.h)[i, j])
-        flag = status["candidates"][i] or status["candidates"][j]
+        flag = status.candidates[i] or status.candidates[j]
         lo0, hi0 = sigmoid(h - z * se0), sigmoid(h + z * se0)
         lo1, hi1 = sigmoid(h - z * se1), sigmoid(h + z * se1)
         return _masked({"quantity": "q", "a": names[i], "b": names[j], "estimate": float(sigmoid(h)), "lo": float(lo0),
@@ -50,12 +49,12 @@ def _row(key, values, se0, se1, z, names, judges, status, beta_pos) -> dict:
     if kind == "log_kappa":
         v = float(np.asarray(values.log_kappa)[k])
         ends = np.exp(v + z * np.array([-se0, se0, -se1, se1]))
-        est, flag = float(np.exp(v)), status["kappa"][k]
+        est, flag = float(np.exp(v)), status.kappa[k]
     else:  # D = tanh(β/2): the interval of β mapped through, as the judge table shows it
         d, beta = float(np.asarray(values.D)[k]), float(beta_pos[k])
         slope = max((1.0 - d * d) / 2.0, 1e-300)  # dD/dβ: the rows' standard errors are D's
         ends = net_preference(beta + z * np.array([-se0, se0, -se1, se1]) / slope)
-        est, flag = d, status["D"][k]
+        est, flag = d, status.D[k]
     return _masked({"quantity": "kappa" if kind == "log_kappa" else "D", "a": judges[k], "b": "", "estimate": est,
                     "lo": float(ends[0]), "hi": float(ends[1]), "width": float(ends[1] - ends[0]),
                     "width_after": float(ends[3] - ends[2]), "flag": flag})
@@ -74,7 +73,7 @@ def plan_summary(result: FitResult, target, cand, alloc, crit, keys, values, gra
     design, z = result.design, result.z
     names, judges = list(design.candidates), list(design.judges)
     sandwich, plan0, plan1 = (np.asarray(c) for c in (result.cov.cluster, alloc.cov_before, alloc.cov_after))
-    status = interval_status(result, "sandwich")
+    status = result.status("sandwich")
 
     def se_now_after(grads):
         """The fit's sandwich se now, and after: now × the planning covariance's expected ratio."""
@@ -97,7 +96,7 @@ def plan_summary(result: FitResult, target, cand, alloc, crit, keys, values, gra
     lead, second = int(order[0]), int(order[1])
     top_now, top_after = se_now_after(gh[lead, second][None])
     top = _row(("h", lead, second), values, float(top_now[0]), float(top_after[0]), z, names, judges, status, beta)
-    flagged = [n for n, f in zip(names, status["candidates"]) if f]
+    flagged = [n for n, f in zip(names, status.candidates) if f]
     undetermined = f"{', '.join(flagged)} not determined by the data" if flagged else None
 
     counts = alloc.counts
