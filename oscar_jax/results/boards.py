@@ -46,7 +46,7 @@ import pandas as pd
 
 from ..infer.sandwich import delta_se, targets, targets_batch_jit
 from ..model.links import sigmoid
-from ..runtime.program_cache import RUN_ONCE, persistent_jit
+from ..runtime.jit import RUN_ONCE, persistent_jit
 from ..runtime.validate import OscarInputError, check_choice, check_ci_prob, resolve_name
 from .intervals import SCORE_SCALES, Draws, draw_interval
 
@@ -144,7 +144,7 @@ _draw_scores_jit = persistent_jit(_draw_scores, static_argnames=("layout", "anch
 
 
 def prepare_board_program(layout, anchor_index: int) -> None:
-    """Compile ahead (:func:`~oscar_jax.runtime.program_cache.compile_ahead`) an anchored board's scores and SEs."""
+    """Compile ahead (:func:`~oscar_jax.runtime.batching.compile_ahead`) an anchored board's scores and SEs."""
     p = layout.n_theta
     _scores_and_se_jit.prepare(jax.ShapeDtypeStruct((p,), np.float64), jax.ShapeDtypeStruct((p, p), np.float64),
                                layout=layout, anchor_index=anchor_index)
