@@ -81,7 +81,16 @@ def test_help_argument_errors_and_bad_input_leave_the_numeric_stack_unloaded(tmp
              ["bootstrap", str(bad_files / "label.csv")],
              ["bayes", str(bad_files / "label.csv")],
              ["compare", str(bad_files / "label.csv")],
-             ["human", str(bad_files / "label.csv"), "--votes", data]]
+             ["human", str(bad_files / "label.csv"), "--votes", data],
+             ["plan", data],                                            # no --budget
+             ["plan", str(bad_files / "label.csv"), "--budget", "10"],
+             ["plan", data, "--budget", "0"],
+             ["plan", data, "--budget", "10", "--target", "nonsense"],
+             ["plan", data, "--budget", "10", "--model", "davidson+plf"],
+             ["plan", data, "--budget", "10", "--judges", "gpt=free"],
+             ["plan", data, "--budget", "10", "--out", "next.txt"],
+             ["plan", data, "--budget", "10", "--prompts", str(tmp_path / "missing.jsonl")],
+             ["plan", data, "--budget", "10", "--prompts", str(bad_files / "columns.csv")]]
     report = _probe(cases, tmp_path)
     heavy = [(case, modules) for case, _, modules in report if modules]
     assert heavy == []

@@ -21,7 +21,6 @@ import numpy as np
 import pandas as pd
 
 from .columns import SOURCE_ROW, LoadReport, name_column, prompt_ids
-
 from .readers import read_table
 from ..runtime.validate import OscarInputError
 

@@ -20,8 +20,7 @@ import pandas as pd
 from ..infer.batch_design import sign_probability, top1_probability
 from ..model.links import net_preference, sigmoid
 from ..model.plan_request import OUTPUT_SUFFIXES
-from ..runtime.outputs import atomic_write
-from ..runtime.validate import OscarInputError
+from ..runtime.validate import OscarInputError, atomic_write
 from .fit import FitResult
 
 __all__ = ["PlanResult", "plan_summary"]
