@@ -39,6 +39,21 @@ def test_the_arena_example_prints_what_the_readme_shows(capsys, monkeypatch, tmp
         "attenuation.png", "forest.png", "judge_panel.png", "win_heatmap.png"]
 
 
+def test_the_plan_example_prints_what_the_readme_shows(capsys, monkeypatch, tmp_path):
+    import pandas as pd
+
+    command = next(b for b in _blocks("bash") if b.startswith("oscar plan oscar_jax/io/examples/"))
+    argv = command.split()[1:]
+    shown = next(b for b in _blocks("text") if b.startswith("oscar plan: target"))
+    monkeypatch.chdir(README.parent)
+    argv[argv.index("--out") + 1] = str(tmp_path / "next.csv")
+    assert main(argv) == 0
+    assert shown.strip() in capsys.readouterr().out
+    batch = pd.read_csv(tmp_path / "next.csv", keep_default_na=False)
+    assert batch.columns.tolist() == ["prompt", "candidate_a", "candidate_b", "judge", "outcome"]
+    assert (batch.judge == "gpt-4-turbo").sum() * 10 + (batch.judge != "gpt-4-turbo").sum() == 200
+
+
 def test_every_name_the_readme_presents_is_on_the_face():
     import oscar_jax as oj
 
