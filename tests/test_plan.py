@@ -371,6 +371,17 @@ def test_bad_names_exit_2(close_pair, tmp_path, option, message, capsys):
     assert message in capsys.readouterr().err
 
 
+def test_set_up_keywords_select_the_data_as_fit_does(close_pair):
+    frame, fit = close_pair
+    one = oj.plan(frame, "j+p", budget=20, filters={"judge": "j2"}, explore=0.0)
+    assert one.fit.design.judges == ("j2",) and set(one.batch.judge) == {"j2"}
+    assert one.fit.design.n_records == int((frame.judge == "j2").sum())
+    both = oj.plan(oj.prepare(frame, "j+p"), budget=20, explore=0.0)
+    assert set(both.fit.design.judges) == {"j1", "j2"} and both.fit.spec.name == fit.spec.name
+    with pytest.raises(oj.OscarInputError, match="fixed when the fit is made"):
+        oj.plan(fit, budget=20, filters={"judge": "j2"})
+
+
 def test_predicted_length_contrasts_are_the_least_squares_fit(sim_fit):
     d = sim_fit.design
     arr = d.arrays
