@@ -98,7 +98,7 @@ def target_rows(kind: str, pairs, values, grads, mask, layout: Layout) -> tuple[
     h, gh = np.asarray(values.h), np.asarray(grads.h)
     if kind in ("top1", "ranking", "pairs"):
         if kind == "top1":
-            lead = int(np.argmax(values.x))
+            lead = int(np.argmax(np.asarray(values.x)))  # (a JAX array's own argmax would compile a program)
             keys = [("h", lead, j) for j in range(layout.n_cand) if j != lead]
         elif kind == "ranking":
             keys = [("h", i, j) for i in range(layout.n_cand) for j in range(i + 1, layout.n_cand)]
