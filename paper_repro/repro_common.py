@@ -19,6 +19,7 @@ import argparse  # noqa: E402
 import json  # noqa: E402
 import math  # noqa: E402
 import platform  # noqa: E402
+import re  # noqa: E402
 import resource  # noqa: E402
 import time  # noqa: E402
 from dataclasses import dataclass, field  # noqa: E402
@@ -629,6 +630,9 @@ def write_report(ctx: Context, sections: list[Section], wall: float, cpu: float,
         lines += ["", f"**Within noise, not discriminating** ({sum(map(len, weak.values()))}; the reason column of "
                   "each section names the alternative that would pass as well):", ""]
         lines += [f"* {artefact} ({len(items)}): " + "; ".join(items) for artefact, items in weak.items()]
+    findings = HERE / "FINDINGS.md"
+    if findings.exists():   # the qualified statements live once, in FINDINGS.md
+        lines += ["", re.sub(r"^(#+) ", r"#\1 ", findings.read_text(encoding="utf-8"), flags=re.M)]  # one level down
     lines += ["", "### Artefacts", ""]
     lines.append(md_table([{"artefact": s.title, "status": "skipped" if s.skipped else "ran",
                             **{v: sum(r["verdict"] == v for r in s.rows) for v in
