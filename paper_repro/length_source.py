@@ -119,6 +119,18 @@ def design_for(judgments: Path, lengths: dict):
     return oj.build_design(frame, reference_judge=rc.REFERENCE_JUDGE, report=report)
 
 
+def losses_over_seeds(design, models: list[str], seeds: list[int]) -> dict:
+    """{model name: [Table 1 held-out loss at each fold seed]} (3 prompt folds)."""
+    import oscar_jax as oj
+
+    out: dict = {}
+    for seed in seeds:
+        cr = oj.compare(design, models=models, folds=3, seed=seed, show_progress=False)
+        for name, value in cr.log_loss.items():
+            out.setdefault(name, []).append(float(value))
+    return out
+
+
 def summarise(per_seed: dict, base: dict) -> dict:
     """Means and fold-seed SDs of the J+L and OSCAR rows and their distance from the paper in SDs."""
     out = {}
@@ -166,8 +178,6 @@ def markdown(result: dict) -> str:
 def main(argv=None) -> int:
     import os
 
-    import oscar_jax as oj
-
     parser = rc.add_common_arguments(argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0]))
     parser.add_argument("--seeds", type=int, default=10, help="fold seeds 0..S-1 (default 10)")
     parser.add_argument("--only", default=None, help="comma list of source names (default: all)")
@@ -188,20 +198,12 @@ def main(argv=None) -> int:
         all_sources = {k: v for k, v in all_sources.items() if k in keep}
     seeds = list(range(args.seeds))
     base_design = design_for(judgments, t1)
-    base = {"J": [], "J+P": []}
-    for seed in seeds:
-        cr = oj.compare(base_design, models=["j", "j+p"], folds=3, seed=seed, show_progress=False)
-        for m in base:
-            base[m].append(float(cr.log_loss[m]))
+    base = losses_over_seeds(base_design, ["j", "j+p"], seeds)
     result = {"seeds": seeds, "commit": rc.git_commit(), "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
               "load": list(load), "base": base, "paper": PAPER, "sources": {}}
     for name, (description, lengths) in all_sources.items():
         design = design_for(judgments, lengths)
-        per_seed = {"J+L": [], "OSCAR": []}
-        for seed in seeds:
-            cr = oj.compare(design, models=["j+l", "oscar"], folds=3, seed=seed, show_progress=False)
-            for m in per_seed:
-                per_seed[m].append(float(cr.log_loss[m]))
+        per_seed = losses_over_seeds(design, ["j+l", "oscar"], seeds)
         result["sources"][name] = {"description": description, "per_seed": per_seed,
                                    "summary": summarise(per_seed, base)}
         r = result["sources"][name]["summary"]

@@ -134,10 +134,11 @@ def fit_bayes(data, model: str | ModelSpec = "oscar", *, prompt_effect: bool | s
         settings of the SVI fit NUTS starts from (default a low-rank guide, 1500 steps).
     init
         NUTS start: ``"uniform"`` (default; uniform in (−2, 2) in the sampling coordinates,
-        identity mass matrix) or ``"svi"``: each chain starts at a draw of an SVI fit and
-        warm-up starts from the guide's covariance (:mod:`oscar_jax.bayes._warmstart`);
-        warm-up still adapts, so the draws are NUTS draws. It pays with a shorter
-        ``warmup``; see docs/bayes.md for when it is faster.
+        identity mass matrix), ``"fit"`` (each chain at a draw from N(θ̂, Σ̂) of the point fit
+        and its cluster sandwich, which also seeds warm-up's mass matrix) or ``"svi"`` (each
+        chain at a draw of an SVI fit, warm-up from the guide's covariance); see
+        :mod:`oscar_jax.bayes._warmstart`. Warm-up still adapts, so the draws are NUTS draws
+        either way; docs/bayes.md has the measured costs.
 
     Returns
     -------
