@@ -419,9 +419,8 @@ def excludes_zero_row(artefact: str, quantity: str, paper_lo: float, paper_hi: f
                                                       f"({near:.4f}) is within the endpoint tolerance {end_noise.tol:.4f}")
     elif side(paper_lo, paper_hi) != side(ours_lo, ours_hi):
         verdict = VERDICT_DIFFERS
-    r = row(artefact, quantity, side(paper_lo, paper_hi), side(ours_lo, ours_hi), dataset=dataset, verdict=verdict,
-            reason=reason)
-    return r
+    return row(artefact, quantity, side(paper_lo, paper_hi), side(ours_lo, ours_hi), dataset=dataset, verdict=verdict,
+               reason=reason)
 
 
 @dataclass
