@@ -52,7 +52,7 @@ def _summary(draws: np.ndarray, names) -> dict:
 def run(args) -> dict:
     load0, t0, c0 = os.getloadavg(), time.perf_counter(), _cpu()
     from oscar_jax.bayes import BayesWarning, fit_bayes
-    from oscar_jax.fit import as_design
+    from oscar_jax.model.problem import as_design
     from oscar_jax.io.data import shared_data_dir
 
     path = Path(args.data) if args.data else shared_data_dir() / "xu2026" / "judge_results_10k_mtbench.json"

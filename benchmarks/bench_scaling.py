@@ -98,7 +98,7 @@ def worker(spec_json: str) -> dict:
     import jax.numpy as jnp
     import numpy as np
 
-    from oscar_jax.fit import start_points
+    from oscar_jax.infer.starts import start_points
     from oscar_jax.infer.sandwich import covariances_jit
     from oscar_jax.model.params import Layout
     from oscar_jax.simulate import simulate_jit

@@ -49,7 +49,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     import oscar_jax as oj
     from oscar_jax.bayes import BayesWarning, fit_bayes
-    from oscar_jax.fit import as_design
+    from oscar_jax.model.problem import as_design
     from oscar_jax.io.data import shared_data_dir
 
     t0 = time.perf_counter()

@@ -28,7 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 from numpyro.distributions.transforms import biject_to
 
-from ..fit import fit_problem
+from ..fit import fit
 from ..model.params import Layout
 from ..model.problem import Problem
 from ._model import ModelData, prompt_prior, theta_from_unconstrained, unconstrained_from_theta
@@ -97,13 +97,13 @@ def fit_start(problem: Problem, *, md: ModelData, mask, n_clusters: int | None, 
     Returns ``(init, inverse_mass, info)`` as :func:`svi_start`.
     """
     t0 = time.perf_counter()
-    fit = fit_problem(problem, starts=1, seed=int(seed), warn=False)
+    point = fit(problem, starts=1, seed=int(seed), warn=False)
     free = np.flatnonzero(np.asarray(mask) > 0)
-    theta = jnp.asarray(np.asarray(fit.theta)[free])
+    theta = jnp.asarray(np.asarray(point.theta)[free])
     w = unconstrained_from_theta(theta, md.is_log_gamma)
     slope = jax.vmap(jax.grad(lambda x, g: theta_from_unconstrained(x, g)))(w, md.is_log_gamma)  # dθ/dw
-    if fit.cov is not None:
-        cov = np.asarray(fit.cov.cluster)[np.ix_(free, free)]
+    if point.cov is not None:
+        cov = np.asarray(point.cov.cluster)[np.ix_(free, free)]
     else:  # no curvature at θ̂: the prior's variances
         cov = np.diag(np.asarray(md.prior_sd) ** 2)
     cov_w = cov / np.outer(np.asarray(slope), np.asarray(slope))

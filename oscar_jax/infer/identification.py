@@ -52,7 +52,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 __all__ = ["CONTRACTION_MIN", "INTERVAL_FLAGS", "Identification", "MIN_VOTES", "RECORDS_PER_COEF", "identify",
-           "interval_status"]
+           "zero_variance_message"]
 
 CONTRACTION_MIN = 0.9   # below: the ridge supplies more than a tenth of the precision
 MIN_VOTES = 10          # records a candidate needs before its score is worth reading alone
@@ -333,41 +333,3 @@ def identify(result) -> Identification:
     return Identification(separated=separated, method=method, candidate_flags=cand_flags, judge_flags=judge_flags,
                           candidate_contraction=score_c, judge_contraction=judge_c, separated_quantities=sep_q,
                           penalty_dominated=pen_q, judge_flag_terms=judge_terms)
-
-
-def _status(flags) -> str | None:
-    if "separated" in flags:
-        return "unbounded"
-    if any(f in flags for f in INTERVAL_FLAGS):
-        return "not estimable"
-    return None
-
-
-def interval_status(result, ci: str = "sandwich") -> dict:
-    """How to show each interval: None (a number), "unbounded" or "not estimable".
-
-    Returns {"candidates": [C], "kappa": [K], "D": [K], "any_candidate_separated": bool}.
-    κ_k = γ_k·RMS(s) inherits a separated score (RMS(s) grows without bound), so every
-    judge's κ interval is unbounded then; a judge's D follows its own β_pos.
-    """
-    ident = result.identification
-    cand_flags, judge_flags = result.flags(ci)
-    cand = [_status(f) for f in cand_flags]
-    any_sep = any("separated" in f for f in cand_flags)
-    se_pos = result.bias_se(ci, "pos") if result.cov is not None else np.full(result.design.n_judge, np.nan)
-    kappa, d = [], []
-    for kk, flags in enumerate(judge_flags):
-        terms = ident.judge_flag_terms[kk] if kk < len(ident.judge_flag_terms) else {}
-        if any_sep or "γ" in terms.get("separated", []):
-            kappa.append("unbounded")
-        elif "γ" in terms.get("penalty-dominated", []) or "zero variance" in flags:
-            kappa.append("not estimable")
-        else:
-            kappa.append(None)
-        if "β_pos" in terms.get("separated", []):
-            d.append("unbounded")
-        elif "β_pos" in terms.get("penalty-dominated", []) or not (se_pos[kk] > 1e-9 or np.isnan(se_pos[kk])):
-            d.append("not estimable")
-        else:
-            d.append(None)
-    return {"candidates": cand, "kappa": kappa, "D": d, "any_candidate_separated": any_sep}

@@ -21,11 +21,10 @@ import pandas as pd
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
-from ..io.data import LoadReport
+from ..io.columns import LoadReport, check_canonical, warn_case_variants
 from ..io.families import family_function
 from .params import Layout
 from .spec import ModelSpec
-from ..io.canonical import check_canonical, warn_case_variants
 from ..runtime.validate import OscarDataWarning, OscarInputError, resolve_name
 
 __all__ = ["Design", "DesignArrays", "build_design", "cell_stats_from_cluster_weights"]
