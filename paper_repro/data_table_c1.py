@@ -16,6 +16,20 @@ KEY = "data_table_c1"
 TITLE = "0. Data: Table C1 sample sizes and exact-swap groups"
 
 
+def count_rows(name: str, ours: dict, paper: dict, why: str, *, subset: bool = False) -> list[dict]:
+    """Table C1 counts and the exact-swap counts: deterministic preprocessing, so they must match exactly."""
+    rows = []
+    for q in ("judgments", "prompts", "candidates", "judges"):
+        rows.append(rc.row(KEY, q, paper.get(q), ours[q], dataset=name, noise=rc.exact(),
+                           verdict=rc.VERDICT_OURS if subset else None, reason=why,
+                           headline=(q == "judgments" and not subset)))
+    for q in ("swap_groups", "swap_records"):
+        if q in paper:
+            rows.append(rc.row(KEY, q.replace("_", " "), paper[q], ours[q], dataset=name, noise=rc.exact(),
+                               reason="groups matched by candidate here, by response text in the paper (C.3)"))
+    return rows
+
+
 def run(ctx: rc.Context) -> rc.Section:
     from oscar_jax.swaps import find_swap_groups
 
@@ -41,14 +55,7 @@ def run(ctx: rc.Context) -> rc.Section:
                 "judges": design.n_judge, "swap_groups": groups.attrs["n_groups"],
                 "swap_records": groups.attrs["n_records"]}
         summary.append({"dataset": name, **ours, "loader": report.summary()})
-        for q in ("judgments", "prompts", "candidates", "judges"):
-            verdict = rc.VERDICT_OURS if subset else None
-            sec.rows.append(rc.row(KEY, q, paper.get(q), ours[q], dataset=name, tol=0, verdict=verdict, reason=why,
-                                   headline=(q == "judgments" and not subset)))
-        if "swap_groups" in paper:
-            for q in ("swap_groups", "swap_records"):
-                sec.rows.append(rc.row(KEY, q.replace("_", " "), paper[q], ours[q], dataset=name, tol=0,
-                                       reason="groups matched by candidate here, by response text in the paper (C.3)"))
+        sec.rows += count_rows(name, ours, paper, why, subset=subset)
     sec.add("Counts after the documented preprocessing; `loader` is the `LoadReport` of `oscar_jax.load_judgments`. "
             "Exact-swap groups (same judge, prompt and candidate pair in both display orders; "
             "`oscar_jax.swaps.find_swap_groups`, ties dropped) — the Xu MT-Bench, UltraFeedback and Chatbot Arena "

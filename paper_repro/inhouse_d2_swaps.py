@@ -55,6 +55,11 @@ def _swap_demo(ctx: rc.Context, sec: rc.Section) -> None:
                                                            "se", "D", "z = (β̂ − β)/se", "separated", "converged"]), "")
 
 
+def _noise(tol: float) -> rc.Noise:
+    """The In-House tolerances are set, not measured: the file is not obtainable here (published.json says why)."""
+    return rc.Noise(float(tol) / rc.K_SD, "set, not measured: no In-House data to measure the split noise on")
+
+
 def _match(paper_name: str, judges) -> str | None:
     hits = [j for j in judges if paper_name.lower() in j.lower()]
     return min(hits, key=len) if hits else None
@@ -112,10 +117,10 @@ def _fixed_score(ctx, sec, frame, reps):
 
     n_split = {"calibration": int((first.split == 0).sum()), "refit": int((first.split == 1).sum()), "test": n_test}
     for part, n in n_split.items():
-        sec.rows.append(rc.row(KEY, f"{part} questions", fs["splits"][part], n, dataset="In-House", tol=2,
+        sec.rows.append(rc.row(KEY, f"{part} questions", fs["splits"][part], n, dataset="In-House", noise=_noise(2),
                                reason="split sizes (rounding of the 60/20/20 split)"))
     sec.rows.append(rc.row(KEY, "informative calibration swap groups", fs["informative_calibration_groups"],
-                           int(ctab["informative"].sum()), dataset="In-House", tol=0,
+                           int(ctab["informative"].sum()), dataset="In-House", noise=_noise(0),
                            reason="random split; groups matched by candidate, not response text"))
     lr = np.log(finite["ratio"].to_numpy(float))
     lp = np.log(finite["predicted"].to_numpy(float))
@@ -137,17 +142,17 @@ def _fixed_score(ctx, sec, frame, reps):
     why = fs["tolerance_reason"]
     sec.rows += [
         rc.row(KEY, "fixed-score: judges with finite, positive ratios", fs["n_judges_finite_positive"], len(finite),
-               dataset="In-House", tol=0, reason=why),
+               dataset="In-House", noise=_noise(0), reason=why),
         rc.row(KEY, "fixed-score: judges whose sensitivity rises with position", fs["n_increase"],
-               summary["increase γᴾ > γᴺ"], dataset="In-House", tol=1, reason=why),
+               summary["increase γᴾ > γᴺ"], dataset="In-House", noise=_noise(1), reason=why),
         rc.row(KEY, "fixed-score median |log discrepancy| (Fig. 1(c))", fs["median_abs_log_discrepancy"],
-               summary["median |log discrepancy|"], dataset="In-House", tol=tol["median_abs_log_discrepancy"],
+               summary["median |log discrepancy|"], dataset="In-House", noise=_noise(tol["median_abs_log_discrepancy"]),
                reason=why, headline=True),
         rc.row(KEY, "fixed-score corr(log observed, log predicted)", fs["log_ratio_correlation"],
-               summary["corr(log obs, log pred)"], dataset="In-House", tol=tol["log_ratio_correlation"], reason=why,
+               summary["corr(log obs, log pred)"], dataset="In-House", noise=_noise(tol["log_ratio_correlation"]), reason=why,
                digits=3, headline=True),
         rc.row(KEY, "fixed-score geometric-mean observed/predicted", fs["geometric_mean_ratio"], gm,
-               dataset="In-House", tol=tol["geometric_mean_ratio"], reason=why, digits=3),
+               dataset="In-House", noise=_noise(tol["geometric_mean_ratio"]), reason=why, digits=3),
     ]
     for p in d2["rows"]:
         judge = _match(p["judge"], design.judges)
@@ -161,7 +166,7 @@ def _fixed_score(ctx, sec, frame, reps):
         for col, ours, t in (("D", r["D"], d2["tolerance"]["D"]), ("gamma_N", r["gamma_naive"], g_tol),
                              ("gamma_P", r["gamma_pos"], g_tol)):
             sec.rows.append(rc.row(KEY, f"Table D2 {p['judge']}: {col}", p[col], float(ours), dataset="In-House",
-                                   tol=t, reason=d2["tolerance_reason"], digits=3))
+                                   noise=_noise(t), reason=d2["tolerance_reason"], digits=3))
         if "lo" in p and "hi" in p:
             diff = float(r["gamma_pos"] - r["gamma_naive"])
             inside = p["lo"] <= diff <= p["hi"]
@@ -203,17 +208,17 @@ def _swap_average(ctx, sec, frame, judges15):
     why = sa["tolerance_reason"]
     sec.rows += [
         rc.row(KEY, "SwapAvg median κ ratio to J+P", sa["median_ratio"], float(med), dataset="In-House",
-               tol=sa["tolerance"], reason=why, digits=3, headline=True),
+               noise=_noise(sa["tolerance"]), reason=why, digits=3, headline=True),
         rc.row(KEY, "SwapAvg ratios below one", sa["n_below_one"], int((t["ratio"] < 1).sum()), dataset="In-House",
-               tol=1, reason=why),
+               noise=_noise(1), reason=why),
         rc.row(KEY, "SwapAvg median |log discrepancy| vs 1 − D²", sa["median_abs_log_discrepancy"],
-               float(np.median(np.abs(disc))), dataset="In-House", tol=sa["tolerance"], reason=why, digits=3),
+               float(np.median(np.abs(disc))), dataset="In-House", noise=_noise(sa["tolerance"]), reason=why, digits=3),
     ]
     for name, value in sa["judges"].items():
         j = _match(name, t["judge"])
         if j is not None:
             sec.rows.append(rc.row(KEY, f"SwapAvg κ ratio {name}", value, float(t.loc[t.judge == j, "ratio"].iloc[0]),
-                                   dataset="In-House", tol=sa["tolerance"], reason=why, digits=2))
+                                   dataset="In-House", noise=_noise(sa["tolerance"]), reason=why, digits=2))
     sec.add("", f"**SwapAvg** (J on order-averaged exact-swap preferences; {groups.attrs['n_groups']:,} groups, "
             f"{groups.attrs['n_records']:,} records): median κ ratio {med:.3f} (IQR {q1:.3f}–{q3:.3f}).")
 
@@ -243,7 +248,7 @@ def run(ctx: rc.Context) -> rc.Section:
     p = ctx.published["table_d1"]
     key15 = "In-House, 15 judges with finite, positive ratios"
     sec.rows.append(rc.row(KEY, f"Table D1 ({len(sub)} judges with finite, positive ratios)", p["rows"][key15]["value"],
-                           oj.median_abs_log_discrepancy(sub), dataset="In-House", tol=p["tolerance"],
+                           oj.median_abs_log_discrepancy(sub), dataset="In-House", noise=_noise(p["tolerance"]),
                            reason=p["tolerance_reason"]))
     _swap_average(ctx, sec, frame, judges15)
     return sec

@@ -55,6 +55,41 @@ def _slope_chart(tab: pd.DataFrame, ds: str, highlight: str | None, path):
     fig.savefig(path, format="png")
 
 
+def screening_rows(ds: str, tab: pd.DataFrame, pub: dict) -> list[dict]:
+    """Verdict rows of the judge screen from the per-judge κ and ranks under J and J+P (``tab``).
+
+    Full-data fits are deterministic: sets and ranks must match exactly, κ within half a
+    unit of the printed digit. A J+P fit that lost its position term would equal J: the
+    overlap would be 3 of 3 (not discriminating where the paper's is 3 of 3) and
+    Mixtral's κ under J+P would be its κ under J.
+    """
+    rows = []
+    n = len(tab)
+    overlap = len(set(tab.judge[tab.rank_J > n - 3]) & set(tab.judge[tab.rank_JP > n - 3]))
+    if ds in pub["bottom_three_overlap"]:
+        rows.append(rc.row(KEY, "bottom-three overlap J vs J+P (of 3)", pub["bottom_three_overlap"][ds], overlap,
+                           dataset=ds, noise=rc.exact("full-data fits; sets must agree exactly"),
+                           alternatives={"position removed from J+P (the same set)": 3}, headline=True))
+    hl = pub["highlight"]
+    if ds == hl["dataset"]:
+        hit = tab[tab.judge.str.contains(hl["judge"], case=False, regex=False)]
+        if len(hit) == 1:
+            r = hit.iloc[0]
+            half = rc.rounding_only(pub["tolerance_kappa"], pub["tolerance_reason"])
+            exact = rc.exact("rank among the judges")
+            rows += [
+                rc.row(KEY, f"{hl['judge']}: κ under J", hl["kappa_J"], float(r.kappa_J), dataset=ds, noise=half,
+                       alternatives={"κ under J+P": hl["kappa_JP"]}, digits=3, headline=True),
+                rc.row(KEY, f"{hl['judge']}: κ under J+P", hl["kappa_JP"], float(r.kappa_JP), dataset=ds, noise=half,
+                       alternatives={"κ under J (position removed)": hl["kappa_J"]}, digits=3, headline=True),
+                rc.row(KEY, f"{hl['judge']}: rank under J (of {n})", hl["rank_J"], int(r.rank_J), dataset=ds,
+                       noise=exact),
+                rc.row(KEY, f"{hl['judge']}: rank under J+P (of {n})", hl["rank_JP"], int(r.rank_JP), dataset=ds,
+                       noise=exact, alternatives={"rank under J (position removed)": hl["rank_J"]}),
+            ]
+    return rows
+
+
 def run(ctx: rc.Context) -> rc.Section:
     pub = ctx.published["screening"]
     hl = pub["highlight"]
@@ -91,25 +126,7 @@ def run(ctx: rc.Context) -> rc.Section:
                                    dataset=ds, verdict=rc.VERDICT_OURS,
                                    reason="does adding length and family terms change the screen beyond position?"))
         all_tabs.append(tab.assign(dataset=ds))
-        if ds in pub["bottom_three_overlap"]:
-            sec.rows.append(rc.row(KEY, "bottom-three overlap J vs J+P (of 3)", pub["bottom_three_overlap"][ds],
-                                   overlap, dataset=ds, tol=0, reason="full-data fits; sets must agree exactly",
-                                   headline=True))
-        if ds == hl["dataset"]:
-            hit = tab[tab.judge.str.contains(hl["judge"], case=False, regex=False)]
-            if len(hit) == 1:
-                r = hit.iloc[0]
-                why = pub["tolerance_reason"]
-                sec.rows += [
-                    rc.row(KEY, f"{hl['judge']}: κ under J", hl["kappa_J"], float(r.kappa_J), dataset=ds,
-                           tol=pub["tolerance_kappa"], reason=why, digits=3, headline=True),
-                    rc.row(KEY, f"{hl['judge']}: κ under J+P", hl["kappa_JP"], float(r.kappa_JP), dataset=ds,
-                           tol=pub["tolerance_kappa"], reason=why, digits=3, headline=True),
-                    rc.row(KEY, f"{hl['judge']}: rank under J (of {n})", hl["rank_J"], int(r.rank_J), dataset=ds,
-                           tol=0, reason="rank among the judges"),
-                    rc.row(KEY, f"{hl['judge']}: rank under J+P (of {n})", hl["rank_JP"], int(r.rank_JP), dataset=ds,
-                           tol=0, reason="rank among the judges"),
-                ]
+        sec.rows += screening_rows(ds, tab, pub)
         png = sec.file(ctx, ctx.out / (f"fig2_rank_change_{key}.png"))
         _slope_chart(tab, ds, hl["judge"] if ds == hl["dataset"] else None, png)
     if all_tabs:

@@ -19,6 +19,7 @@ import argparse  # noqa: E402
 import json  # noqa: E402
 import math  # noqa: E402
 import platform  # noqa: E402
+import re  # noqa: E402
 import resource  # noqa: E402
 import time  # noqa: E402
 from dataclasses import dataclass, field  # noqa: E402
@@ -52,12 +53,18 @@ REPLICATES = {
 }
 SIM_NS = {"full": (1000, 2500, 5000, 10000), "quick": (1000, 2500, 10000)}
 
-VERDICT_OK = "reproduced"
-VERDICT_DIFFERS = "differs"
+# The four verdicts a comparison with the paper can get, counted separately in REPORT.md.
+VERDICT_OK = "reproduced"                          # within 3 SD of its noise, and the check can tell the paper's
+#                                                    value from the named wrong or null alternatives
+VERDICT_DIFFERS = "differs"                        # outside 3 SD of its noise (or a categorical mismatch)
+VERDICT_WEAK = "within noise, not discriminating"  # within tolerance, but so would be a wrong/null alternative
+VERDICT_SANITY = "sanity check"                    # holds for any correct implementation of the model class
+# Rows that are not comparisons with a paper number.
 VERDICT_NE = "not estimable"
 VERDICT_SKIPPED = "skipped"
 VERDICT_OURS = "ours only"
-VERDICT_MC = "within Monte Carlo error"  # outside a published range, but |z| ≤ 1.96
+VERDICTS = (VERDICT_OK, VERDICT_DIFFERS, VERDICT_WEAK, VERDICT_SANITY, VERDICT_NE, VERDICT_SKIPPED, VERDICT_OURS)
+K_SD = 3.0  # every tolerance is K_SD standard deviations of the compared quantity's measured noise
 
 
 # --------------------------------------------------------------------------------------
@@ -283,23 +290,137 @@ def fmt(x, digits: int = 4) -> str:
     return f"{x:.{digits}f}"
 
 
-def row(artefact: str, quantity: str, paper, ours, *, dataset: str = "", tol=None, verdict: str | None = None,
+ROW_COLUMNS = ["artefact", "dataset", "quantity", "paper", "ours", "diff", "tolerance", "verdict", "reason", "headline"]
+
+
+@dataclass(frozen=True)
+class Noise:
+    """Measured noise of (ours − paper): the tolerance is K_SD × ``sd`` plus the paper's rounding.
+
+    ``sd`` is the standard deviation of the difference between our number and the paper's
+    when both implementations are right (fold-seed SD × √2 for two fold draws, Monte Carlo
+    SE of two studies, partition SD, …); ``what`` says which, in words, beside the number.
+    """
+
+    sd: float
+    what: str
+    rounding: float = 0.0
+
+    @property
+    def tol(self) -> float:
+        return K_SD * float(self.sd) + float(self.rounding)
+
+    def text(self) -> str:
+        if not self.sd:
+            return f"±{self.tol:.3g} ({self.what})" if self.tol else f"exact ({self.what})"
+        extra = f" + rounding {self.rounding:.2g}" if self.rounding else ""
+        return f"±{self.tol:.3g} = {K_SD:g} × {self.sd:.3g} ({self.what}){extra}"
+
+
+def exact(what: str = "exact count") -> Noise:
+    """A deterministic quantity: no noise at all."""
+    return Noise(0.0, what)
+
+
+def rounding_only(half_unit: float, what: str) -> Noise:
+    """A deterministic calculation compared with a rounded printed value."""
+    return Noise(0.0, what, rounding=half_unit)
+
+
+def _is_number(v) -> bool:
+    return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
+
+
+def row(artefact: str, quantity: str, paper, ours, *, dataset: str = "", noise: Noise | None = None,
+        alternatives: dict | None = None, sanity: bool = False, verdict: str | None = None,
         reason: str = "", digits: int = 4, headline: bool = False) -> dict:
-    """One ours-vs-paper comparison. Numeric pairs get diff and a tolerance verdict unless given."""
+    """One ours-vs-paper comparison and its verdict (one of the four, or a not-compared kind).
+
+    Numeric pairs need ``noise`` (the tolerance is ``noise.tol``, shown with its source);
+    ``paper`` may be a published (lo, hi) range, compared by the distance to its nearer end.
+    Within tolerance the verdict is "sanity check" when ``sanity`` (an identity any correct
+    implementation satisfies), else "within noise, not discriminating" when some value in
+    ``alternatives`` ({what a wrong or null implementation would give: value}) lies within
+    the same tolerance of the paper's value, else "reproduced". Non-numeric pairs must
+    match exactly; ``alternatives`` there are values a wrong implementation could equally
+    produce (a match is then not discriminating). ``verdict`` overrides everything.
+    """
     diff = None
-    numeric = all(isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)
-                  for v in (paper, ours))
-    if numeric and math.isfinite(float(ours)) and math.isfinite(float(paper)):
-        diff = float(ours) - float(paper)
-        if verdict is None and tol is not None:
-            verdict = VERDICT_OK if abs(diff) <= float(tol) + 1e-12 else VERDICT_DIFFERS
+    tol_text = ""
+    span = None
+    if isinstance(paper, (tuple, list)) and len(paper) == 2 and all(_is_number(v) for v in paper):
+        span = (float(paper[0]), float(paper[1]))   # a published range: the distance to its nearest end
+    numeric = (span is not None or _is_number(paper)) and _is_number(ours)
+    if numeric and not (math.isfinite(float(ours)) and (span is not None or math.isfinite(float(paper)))):
+        numeric = False
+        verdict = verdict or VERDICT_DIFFERS
+
+    def offset(value: float) -> float:
+        if span is None:
+            return float(value) - float(paper)
+        return float(value) - min(max(float(value), span[0]), span[1])
+
+    if numeric:
+        if noise is None and verdict is None:
+            raise ValueError(f"{artefact}: {quantity}: a numeric comparison needs its measured noise")
+        diff = offset(ours)
+        tol = noise.tol if noise is not None else None
+        tol_text = noise.text() if noise is not None else ""
+        if verdict is None:
+            if abs(diff) > tol + 1e-12:
+                verdict = VERDICT_DIFFERS
+            elif sanity:
+                verdict = VERDICT_SANITY
+            else:
+                weak = {k: v for k, v in (alternatives or {}).items() if abs(offset(v)) <= tol + 1e-12}
+                if weak:
+                    verdict = VERDICT_WEAK
+                    reason = (reason + "; " if reason else "") + "not discriminating: " + "; ".join(
+                        f"{k} ({fmt(float(v), digits)}) would pass as well" for k, v in weak.items())
+                else:
+                    verdict = VERDICT_OK
+                    if alternatives:
+                        reason = (reason + "; " if reason else "") + "excludes " + "; ".join(
+                            f"{k} ({fmt(float(v), digits)})" for k, v in alternatives.items())
     if verdict is None:
-        verdict = VERDICT_OK if (paper == ours and paper is not None) else VERDICT_DIFFERS
-    paper_text = f"{float(paper):g}" if isinstance(paper, (float, np.floating)) else fmt(paper, digits)
+        same = paper == ours and paper is not None
+        if not same:
+            verdict = VERDICT_DIFFERS
+        elif sanity:
+            verdict = VERDICT_SANITY
+        elif alternatives and any(v == paper for v in alternatives.values()):
+            verdict = VERDICT_WEAK
+            reason = (reason + "; " if reason else "") + "not discriminating: " + "; ".join(
+                f"{k} gives the same" for k, v in alternatives.items() if v == paper)
+        else:
+            verdict = VERDICT_OK
+        tol_text = "exact"
+    paper_text = (f"{span[0]:g}–{span[1]:g}" if span is not None else
+                  f"{float(paper):g}" if isinstance(paper, (float, np.floating)) else fmt(paper, digits))
     return {"artefact": artefact, "dataset": dataset, "quantity": quantity, "paper": paper_text,
             "ours": fmt(ours, digits), "diff": fmt(diff, digits) if diff is not None else "",
-            "tolerance": (f"±{float(tol):g}" if isinstance(tol, (int, float)) else (tol or "")),
-            "verdict": verdict, "reason": reason, "headline": bool(headline)}
+            "tolerance": tol_text, "verdict": verdict, "reason": reason, "headline": bool(headline)}
+
+
+def excludes_zero_row(artefact: str, quantity: str, paper_lo: float, paper_hi: float, ours_lo: float,
+                      ours_hi: float, end_noise: Noise, *, dataset: str = "", reason: str = "") -> dict:
+    """Does the 95% interval exclude zero, ours as the paper's?
+
+    Not discriminating when the paper's endpoint nearest zero is within the endpoint
+    tolerance of zero: an equally right implementation could then land on either side.
+    """
+    paper_ex, ours_ex = bool(paper_lo > 0 or paper_hi < 0), bool(ours_lo > 0 or ours_hi < 0)
+    near = min(abs(paper_lo), abs(paper_hi))
+    side = lambda lo, hi: "above 0" if lo > 0 else "below 0" if hi < 0 else "contains 0"  # noqa: E731
+    verdict = None
+    if paper_ex == ours_ex and side(paper_lo, paper_hi) == side(ours_lo, ours_hi) and near <= end_noise.tol:
+        verdict = VERDICT_WEAK
+        reason = (reason + "; " if reason else "") + (f"not discriminating: the paper's endpoint nearest 0 "
+                                                      f"({near:.4f}) is within the endpoint tolerance {end_noise.tol:.4f}")
+    elif side(paper_lo, paper_hi) != side(ours_lo, ours_hi):
+        verdict = VERDICT_DIFFERS
+    return row(artefact, quantity, side(paper_lo, paper_hi), side(ours_lo, ours_hi), dataset=dataset, verdict=verdict,
+               reason=reason)
 
 
 @dataclass
@@ -371,13 +492,13 @@ def run_section(fn, ctx: Context) -> Section:
     if ctx.max_prompts is not None:  # a prompt subset is a smoke run, never a reproduction
         real = {label(k) for k in DATASETS}
         for r in section.rows:
-            if r["dataset"] in real and r["verdict"] in (VERDICT_OK, VERDICT_DIFFERS):
+            if r["dataset"] in real and r["verdict"] in (VERDICT_OK, VERDICT_DIFFERS, VERDICT_WEAK, VERDICT_SANITY):
                 r["verdict"] = VERDICT_OURS
                 r["reason"] = f"prompt subset (--max-prompts {ctx.max_prompts}): not comparable with the paper"
     sec_dir = ctx.out / "sections"
     sec_dir.mkdir(parents=True, exist_ok=True)
     (sec_dir / f"{section.key}.md").write_text(section_markdown(section), encoding="utf-8")
-    pd.DataFrame(section.rows, columns=list(row("", "", 0, 0).keys())).to_csv(
+    pd.DataFrame(section.rows, columns=ROW_COLUMNS).to_csv(
         sec_dir / f"{section.key}_verdicts.csv", index=False)
     return section
 
@@ -469,11 +590,19 @@ def write_report(ctx: Context, sections: list[Section], wall: float, cpu: float,
     counts = pd.Series([r["verdict"] for r in rows]).value_counts().to_dict() if rows else {}
     lines = header_lines(ctx, wall, cpu, load, title)
     lines += ["## Summary", ""]
-    lines.append("Comparisons: " + ", ".join(f"{counts.get(v, 0)} {v}" for v in
-                                              (VERDICT_OK, VERDICT_MC, VERDICT_DIFFERS, VERDICT_NE, VERDICT_SKIPPED,
-                                               VERDICT_OURS))
-                 + f" ({len(rows)} in all; tolerances and their reasons in `paper_repro/published.json`).")
-    lines.append("")
+    compared = sum(counts.get(v, 0) for v in (VERDICT_OK, VERDICT_DIFFERS, VERDICT_WEAK, VERDICT_SANITY))
+    lines.append(f"**{compared} comparisons with the paper: " + ", ".join(
+        f"{counts.get(v, 0)} {v}" for v in (VERDICT_OK, VERDICT_DIFFERS, VERDICT_WEAK, VERDICT_SANITY)) + "**; "
+        + "not compared: " + ", ".join(f"{counts.get(v, 0)} {v}" for v in (VERDICT_NE, VERDICT_SKIPPED, VERDICT_OURS))
+        + f" ({len(rows)} rows in all).")
+    lines += ["", f"Every tolerance is {K_SD:g} standard deviations of the compared quantity's measured noise (fold-seed "
+              "SD, Monte Carlo SE or prompt-partition SD; shown beside it), plus half a unit of the paper's last "
+              "printed digit. *Reproduced* means within that tolerance **and** able to tell the paper's value from "
+              "the wrong or null alternatives named in the reason (a term that does nothing, a sign-reversed "
+              "difference, another model's published value, a zero-width interval); *within noise, not "
+              "discriminating* means within tolerance but one of those alternatives would pass too; a *sanity "
+              "check* holds for any correct implementation of the model class (an identity or a claim that "
+              "cannot fail on these data); *differs* means outside the tolerance.", ""]
     head = [r for r in rows if r["headline"]]
     if head:
         lines += ["### Headline numbers", "", md_table(head, ["dataset", "quantity", "paper", "ours", "diff",
@@ -484,7 +613,7 @@ def write_report(ctx: Context, sections: list[Section], wall: float, cpu: float,
                  "**No compared number is outside its tolerance.**")
     lines.append("")
     reasons: dict[str, list[str]] = {}
-    for verdict in (VERDICT_DIFFERS, VERDICT_MC, VERDICT_NE, VERDICT_SKIPPED):
+    for verdict in (VERDICT_DIFFERS, VERDICT_NE, VERDICT_SKIPPED):
         for r in rows:
             if r["verdict"] == verdict:
                 what = f"{r['artefact']}: {r['dataset'] + ' ' if r['dataset'] else ''}{r['quantity']}"
@@ -492,11 +621,21 @@ def write_report(ctx: Context, sections: list[Section], wall: float, cpu: float,
     for reason, items in reasons.items():
         shown = "; ".join(items[:8]) + (f"; … ({len(items) - 8} more)" if len(items) > 8 else "")
         lines.append(f"* **{reason}** ({len(items)}): {shown}")
+    weak: dict[str, list[str]] = {}
+    for r in rows:
+        if r["verdict"] == VERDICT_WEAK:
+            weak.setdefault(r["artefact"], []).append(f"{r['dataset'] + ' ' if r['dataset'] else ''}{r['quantity']}")
+    if weak:
+        lines += ["", f"**Within noise, not discriminating** ({sum(map(len, weak.values()))}; the reason column of "
+                  "each section names the alternative that would pass as well):", ""]
+        lines += [f"* {artefact} ({len(items)}): " + "; ".join(items) for artefact, items in weak.items()]
+    findings = HERE / "FINDINGS.md"
+    if findings.exists():   # the qualified statements live once, in FINDINGS.md
+        lines += ["", re.sub(r"^(#+) ", r"#\1 ", findings.read_text(encoding="utf-8"), flags=re.M)]  # one level down
     lines += ["", "### Artefacts", ""]
     lines.append(md_table([{"artefact": s.title, "status": "skipped" if s.skipped else "ran",
                             **{v: sum(r["verdict"] == v for r in s.rows) for v in
-                               (VERDICT_OK, VERDICT_MC, VERDICT_DIFFERS, VERDICT_NE, VERDICT_SKIPPED,
-                                VERDICT_OURS)},
+                               VERDICTS},
                             "wall s": f"{s.seconds:.0f}", "CPU s": f"{s.cpu_seconds:.0f}"}
                            for s in sections]))
     lines.append("")

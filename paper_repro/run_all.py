@@ -6,7 +6,10 @@ run time, CPU time, package versions and seed; a summary of what reproduces and 
 differs, and why; one section per artefact), the per-artefact CSVs and PNG figures, and
 ``REPORT_verdicts.csv`` with every ours-vs-paper comparison. Each artefact can also be
 run alone (``python paper_repro/table1_heldout.py --quick``). Generated outputs are not
-committed (``paper_repro/out/`` is git-ignored).
+committed (``paper_repro/out/`` is git-ignored); ``paper_repro/REPORT.md`` is the summary of
+the last full run, copied by hand. Verdicts: reproduced, differs, within noise but not
+discriminating, sanity check (``repro_common.row``); the qualified statements live in
+``FINDINGS.md`` and the MT-Bench length-source study in ``length_source.py``.
 """
 
 from __future__ import annotations

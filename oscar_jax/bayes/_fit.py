@@ -21,10 +21,12 @@ from ._model import Priors, effect_kind, model_data
 from ._result import BayesResult
 from ._sampler import NutsSettings, progress_reporter, sample_posterior_jit
 from ._svi import SviSettings, fit_bayes_svi
-from ._warmstart import svi_start
+from ._warmstart import fit_start, svi_start
 
-__all__ = ["fit_bayes", "MAX_STORED_PROMPTS", "default_prompt_effect", "shared_prompt_share",
+__all__ = ["fit_bayes", "NUTS_STARTS", "MAX_STORED_PROMPTS", "default_prompt_effect", "shared_prompt_share",
            "INDEPENDENCE_LABEL"]
+
+NUTS_STARTS = ("uniform", "fit", "svi")
 
 # Printed wherever an interval comes from a model that treats records as independent.
 INDEPENDENCE_LABEL = INDEPENDENCE_NOTE
@@ -133,10 +135,11 @@ def fit_bayes(data, model: str | ModelSpec | None = None, *, prompt_effect: bool
         settings of the SVI fit NUTS starts from (default a low-rank guide, 1500 steps).
     init
         NUTS start: ``"uniform"`` (default; uniform in (−2, 2) in the sampling coordinates,
-        identity mass matrix) or ``"svi"``: each chain starts at a draw of an SVI fit and
-        warm-up starts from the guide's covariance (:mod:`oscar_jax.bayes._warmstart`);
-        warm-up still adapts, so the draws are NUTS draws. It pays with a shorter
-        ``warmup``; see docs/bayes.md for when it is faster.
+        identity mass matrix), ``"fit"`` (each chain at a draw from N(θ̂, Σ̂) of the point fit
+        and its cluster sandwich, which also seeds warm-up's mass matrix) or ``"svi"`` (each
+        chain at a draw of an SVI fit, warm-up from the guide's covariance); see
+        :mod:`oscar_jax.bayes._warmstart`. Warm-up still adapts, so the draws are NUTS draws
+        either way; docs/bayes.md has the measured costs.
     **setup
         The other set-up keywords of :func:`~oscar_jax.model.problem.prepare`
         (``reference_judge``, ``family_map``, ``covariates``, ``filters``,
@@ -159,8 +162,8 @@ def fit_bayes(data, model: str | ModelSpec | None = None, *, prompt_effect: bool
     ci_kind = check_choice("ci_kind", ci_kind, CI_KINDS)
     if method not in ("nuts", "svi"):
         raise OscarInputError(f"method must be 'nuts' or 'svi', got {method!r}")
-    if init not in ("uniform", "svi"):
-        raise OscarInputError(f"init must be 'uniform' or 'svi', got {init!r}")
+    if init not in NUTS_STARTS:
+        raise OscarInputError(f"init must be one of {NUTS_STARTS}, got {init!r}")
     if init == "svi" and svi is not None and not isinstance(svi, SviSettings):
         raise OscarInputError(f"svi must be an oscar_jax.bayes.SviSettings, got {type(svi).__name__}")
     if prompt_effect is not None:
@@ -211,6 +214,10 @@ def fit_bayes(data, model: str | ModelSpec | None = None, *, prompt_effect: bool
         values, mass, info = svi_start(problem, md=md, mask=mask, layout=layout, n_clusters=n_clusters,
                                          chains=settings.chains, seed=int(seed), settings=svi)
         warm = {"init": values, "inverse_mass": mass}
+    elif init == "fit":
+        values, mass, info = fit_start(problem, md=md, mask=mask, n_clusters=n_clusters, chains=settings.chains,
+                                       seed=int(seed))
+        warm = {"init": values, "inverse_mass": mass}
     with progress_reporter(settings, desc=f"NUTS {eff.name}"):
         out = sample_posterior_jit(jax.random.PRNGKey(int(seed)), md, layout=layout, n_clusters=n_clusters,
                                    settings=settings, **warm)
@@ -219,7 +226,7 @@ def fit_bayes(data, model: str | ModelSpec | None = None, *, prompt_effect: bool
     attrs = {"oscar_model": eff.name, "prompt_effect": kind or "none", "seed": int(seed),
              "target_accept": settings.target_accept, "dense_mass": int(settings.dense_mass),
              "inference_library": "numpyro", "sampler": "NUTS (vectorized chains)",
-             "nuts_init": init if init == "uniform" else f"svi ({info['svi_guide']}, {info['svi_steps']} steps)"}
+             "nuts_init": f"svi ({info['svi_guide']}, {info['svi_steps']} steps)" if init == "svi" else init}
     idata = to_datatree(out, design, layout, mask, prompt_effect=prompt_effect, keep_prompt_effects=True,
                         attrs=attrs)
     diagnostics = compute_diagnostics(idata, settings)
@@ -230,7 +237,7 @@ def fit_bayes(data, model: str | ModelSpec | None = None, *, prompt_effect: bool
                          settings=settings, prompt_effect=prompt_effect, seed=int(seed), idata=idata,
                          diagnostics=diagnostics, notes=tuple(notes), ci_prob=ci_prob, ci_kind=ci_kind,
                          timing={"sampling_s_including_compile": elapsed,
-                                 **({"svi_start_s": info["svi_start_s"]} if info else {})})
+                                 **{k: v for k, v in info.items() if k.endswith("_s")}})
     if warn:
         result.warn_if_poor(stacklevel=2)
     return result

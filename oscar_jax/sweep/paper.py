@@ -29,6 +29,7 @@ def compare_with_paper(result, published) -> pd.DataFrame:
     ours × √(1 + n/100) (√2 when we also run 100). Top-1 counts become rates per 100 with
     binomial SEs of both studies (the paper's from its own rate), which stay finite when
     every one of our replicates recovers (or misses) the best candidate.
+    ``value`` is our number (in the paper's units) and ``se_diff`` the SE of ours − paper.
     ``consistent`` = |z| ≤ 1.96. For a range the nearest end is used at each N, and the
     row reports the worst N. Rows whose setting or method was not run are omitted.
     """
@@ -69,8 +70,10 @@ def compare_with_paper(result, published) -> pd.DataFrame:
                     worst = (z, key[0], ours, se)
             ours_text = ", ".join(f"{scale(metric) * r[metric]:.1f}" for _, r in sub)
             z, n_worst, ours, se = worst
+            se_diff = se * _two_study_factor(int(sub[0][1].n_ok))
             rows.append({"quantity": label, "method": method, "ours": ours_text, "mcse": f"{se:.2f} (N={n_worst:,})",
-                         "paper": f"{lo:g}–{hi:g}", "z": z, "consistent": abs(z) <= 1.96})
+                         "paper": f"{lo:g}–{hi:g}", "z": z, "consistent": abs(z) <= 1.96, "value": ours,
+                         "se_diff": se_diff})
             continue
         key = (n, c, rho, method)
         if key not in tab.index:
@@ -98,4 +101,4 @@ def _paper_row(label, method, ours, se, se_diff, paper, interval):
     digits = 1 if abs(paper) >= 10 else 4
     text = f"{ours:.{digits}f}" + (f" {interval}" if interval else "")
     return {"quantity": label, "method": method, "ours": text, "mcse": f"{se:.{digits}f}", "paper": f"{paper:g}",
-            "z": z, "consistent": abs(z) <= 1.96}
+            "z": z, "consistent": abs(z) <= 1.96, "value": ours, "se_diff": se_diff}
