@@ -267,8 +267,8 @@ def speed(args) -> list[str]:
         f"| (c) extra row, not a fair baseline: scipy L-BFGS-B per record, 2 cold starts per replicate, ftol 1e-15 "
         f"| {n_c}, extrapolated ×{b / n_c:.0f} | {t_c:.1f} | "
         f"{c_c:.1f} | {1e3 * t_c / b:.0f} | {t_d / t_c:.2f}× | {c_d / c_c:.2f}× | – |",
-        f"| **(d) the fair baseline: scipy L-BFGS-B on the same {design.n_cells} cells, each replicate warm-started "
-        f"from scipy's full-data fit, one start, B.3 gradient test (gtol 1e-7·N, ftol 0)** (best of {args.repeats}) "
+        f"| (d) the fair baseline: scipy L-BFGS-B on the same {design.n_cells} cells, each replicate warm-started "
+        f"from scipy's full-data fit, one start, B.3 gradient test (gtol 1e-7·N, ftol 0) (best of {args.repeats}) "
         f"| {b} | {t_d:.2f} | {c_d:.2f} | {1e3 * t_d / b:.1f} | 1× | 1× | – |",
         "",
         f"**Against the fair baseline (d):** (a) is {t_d / t_a:.1f}× in wall time and {c_d / c_a:.1f}× in CPU time; "

@@ -236,6 +236,9 @@ def versus_commands(files: dict[str, Path], work: Path) -> dict[str, tuple[list[
             "oscar fit missing.csv (exit 2)": (oscar + ["fit", str(work / "missing.csv")], "warm"),
             "oscar fit label.csv, a bad label (exit 2)": (oscar + ["fit", str(bad)], "warm"),
             "python -c 'import numpy, pandas, jax'": ([py, "-c", "import numpy, pandas, jax"], "warm")}
+    sweep = oscar + ["simulate", "--n", "1000,2500", "--reps", "20", "--methods", "j,oscar", "--format", "json"]
+    cmds["oscar simulate --n 1000,2500 --reps 20 --methods j,oscar"] = (sweep, "warm")
+    cmds["cold oscar simulate --n 1000,2500 --reps 20 --methods j,oscar"] = (sweep, "cold")
     for name, path in files.items():
         csv = _evalica_csv(path, work / (path.stem + ".csv"))
         cmds[f"{name}: oscar fit --model oscar --format json"] = (
@@ -251,9 +254,10 @@ def versus_commands(files: dict[str, Path], work: Path) -> dict[str, tuple[list[
     return cmds
 
 
-def versus(files: dict[str, Path], rounds: int, work: Path) -> list[dict]:
+def versus(files: dict[str, Path], rounds: int, work: Path, only: tuple[str, ...] = ()) -> list[dict]:
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "oscar_jax")], check=True)
-    cmds = versus_commands(files, work)
+    cmds = {label: c for label, c in versus_commands(files, work).items()
+            if not only or any(o in label for o in only)}
     warm_env = _env(work / "cache")
     for argv, kind in cmds.values():  # fill the warm cache (untimed)
         if kind == "warm":
@@ -329,7 +333,7 @@ def main(argv=None) -> dict:
     rounds = args.rounds or (1 if args.quick else 3)
     only = tuple(c.strip() for c in args.commands.split(",") if c.strip())
     unknown = set(only) - set(commands("DATA", args.replicates, False))
-    if unknown:
+    if unknown and not args.versus:  # (with --versus: substrings of the commands' labels)
         parser.error(f"unknown --commands {sorted(unknown)}; choose from {sorted(commands('DATA', 0, False))}")
     if args.data:
         files = {p.name: p for p in args.data}
@@ -343,7 +347,7 @@ def main(argv=None) -> dict:
     load0 = os.getloadavg()[0]
     if args.versus:
         with tempfile.TemporaryDirectory(prefix="oscar_bench_vs_") as tmp:
-            rows = versus(files, args.rounds or 5, Path(tmp))
+            rows = versus(files, args.rounds or 5, Path(tmp), only)
         text = versus_markdown(rows, args.rounds or 5, (load0, os.getloadavg()[0]), time.perf_counter() - t0)
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(text, encoding="utf-8")
