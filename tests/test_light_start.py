@@ -117,3 +117,4 @@ def test_the_light_schema_names_are_the_registered_ones():
     from oscar_jax.runtime.validate import SCHEMA_NAMES
 
     assert tuple(SCHEMAS) == SCHEMA_NAMES
+
