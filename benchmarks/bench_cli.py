@@ -277,6 +277,26 @@ def versus(files: dict[str, Path], rounds: int, work: Path, only: tuple[str, ...
     return rows
 
 
+def first_output(argv: list[str], env: dict, cwd: Path) -> tuple[float, float, float, int]:
+    """(seconds to the first byte on stdout or stderr, wall s, CPU s, exit) of one process."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(argv, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    first = proc.stdout.read(1) and time.perf_counter() - t0
+    proc.stdout.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return float(first or "nan"), time.perf_counter() - t0, usage.ru_utime + usage.ru_stime, proc.returncode
+
+
+def demo_rows(rounds: int, work: Path) -> list[str]:
+    """Cold ``oscar demo`` (an empty compile cache each run): when the user first sees a word."""
+    argv = [sys.executable, "-c", "import sys; from oscar_jax.cli.main import main; sys.exit(main())", "demo"]
+    runs = [first_output(argv, _env(work / f"demo-{r}"), work) + (os.getloadavg()[0],) for r in range(rounds)]
+    return ["", "## Cold `oscar demo`: time to the first output", "",
+            "| run | first output (s) | exit after (s) | CPU s | exit | load |", "|---|---|---|---|---|---|",
+            *(f"| {i + 1} | {f:.2f} | {w:.1f} | {c:.1f} | {e} | {ld:.1f} |" for i, (f, w, c, e, ld) in enumerate(runs))]
+
+
 VERSUS_PAIRS = (("oscar fit --model oscar --format json", "scipy script, same model", 1.5),
                 ("oscar fit --model bt --format csv", "evalica CLI, Bradley-Terry", 1.0))
 
@@ -327,6 +347,7 @@ def main(argv=None) -> dict:
     parser.add_argument("--commands", default="", help="comma-separated subset of the commands (e.g. 'fit json')")
     parser.add_argument("--out", type=Path, default=None, help="default results/cli.md (--versus: cli_versus.md)")
     parser.add_argument("--versus", action="store_true", help="whole processes against the fair alternatives")
+    parser.add_argument("--demo", action="store_true", help="with --versus: also time cold `oscar demo` to its first output")
     args = parser.parse_args(argv)
     if args.out is None:
         args.out = ROOT / "benchmarks" / "results" / ("cli_versus.md" if args.versus else "cli.md")
@@ -348,7 +369,9 @@ def main(argv=None) -> dict:
     if args.versus:
         with tempfile.TemporaryDirectory(prefix="oscar_bench_vs_") as tmp:
             rows = versus(files, args.rounds or 5, Path(tmp), only)
+            extra = demo_rows(args.rounds or 5, Path(tmp)) if args.demo else []
         text = versus_markdown(rows, args.rounds or 5, (load0, os.getloadavg()[0]), time.perf_counter() - t0)
+        text += "\n".join(extra) + ("\n" if extra else "")
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(text, encoding="utf-8")
         print(text)
