@@ -5,8 +5,11 @@
       chunks side by side on host threads), (a1) the same chunks one at a time,
   (b) a Python loop over the package's jitted single-fit core (``core.fit_core_jit``, what
       ``fit()`` calls), same weights and starts,
-  (c) a loop over the scipy L-BFGS-B baseline (``benchmarks/baseline_scipy.py``; per-record
-      arrays, two starts), timed on a subset and extrapolated (said so in the table).
+  (c) an extra row, not a fair baseline: the per-record scipy L-BFGS-B loop (two cold starts,
+      ftol 1e-15), timed on a subset and extrapolated (said so in the table),
+  (d) the fair baseline (issue 36): scipy L-BFGS-B on the same cells, each replicate
+      warm-started from scipy's own full-data fit, one start, the B.3 gradient test as its
+      stopping rule, all replicates, best of ``--repeats`` like (a).
 ``coverage``: percentile-bootstrap intervals for q_ij on Appendix G data (N = 2500) against
   the truth over many simulated datasets (cluster-sandwich coverage alongside).
 ``heldout``: Table 1 held-out log loss on the shared datasets for the default fold seed,
@@ -42,6 +45,7 @@ from pathlib import Path  # noqa: E402
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
+from scipy.optimize import minimize  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -204,6 +208,40 @@ def speed(args) -> list[str]:
     _, t_c, c_c = timed(loop_c)
     t_c, c_c = t_c * b / n_c, c_c * b / n_c
 
+    # (d) the fair loop (issue 36): scipy on the same cells, every replicate warm-started from
+    # scipy's own full-data fit, stopped by the B.3 gradient test (gtol 1e-7·N, ftol 0 so that
+    # the gradient decides), one start, all replicates, best of ``repeats`` like (a).
+    rec_w = omega[:, design.record_cluster]
+    cell_w = np.stack([np.bincount(cell, w_r, design.n_cells) for w_r in rec_w])
+    cell_wy = np.stack([np.bincount(cell, w_r * y, design.n_cells) for w_r in rec_w])
+    a_c, b_c, k_c = (np.asarray(x) for x in (arr.a, arr.b, arr.k))
+    z_c = np.asarray(arr.z)
+
+    def cells_problem(w, wy):
+        y_c = np.divide(wy, w, out=np.zeros_like(wy), where=w > 0)
+        return ScipyFit(a_c, b_c, k_c, y_c, z_c[:, 0], z_c[:, 1], design.n_cand, design.n_judge, design.reference,
+                        terms=eff.terms, learn_gamma=eff.learn_gamma, ridge=eff.ridge, w=w)
+
+    def solve(prob, x0):
+        bounds = ([(None, None)] * prob.n_u + [(-prob.v_bound, prob.v_bound)] * prob.n_v
+                  + [(None, None)] * (prob.n_theta - prob.n_u - prob.n_v))
+        return minimize(prob.objective, x0, jac=True, method="L-BFGS-B", bounds=bounds,
+                        options={"maxiter": 20000, "maxfun": 40000, "ftol": 0.0, "gtol": 1e-7 * prob.w.sum()})
+
+    full_cells = np.bincount(cell, y, design.n_cells)
+    prob_full = cells_problem(np.bincount(cell, minlength=design.n_cells).astype(float), full_cells)
+    theta_full_d = solve(prob_full, np.zeros(prob_full.n_theta)).x
+    gap_d = []
+
+    def loop_d():
+        gap_d.clear()
+        for r in range(b):
+            res = solve(cells_problem(cell_w[r], cell_wy[r]), theta_full_d)
+            gap_d.append(float(res.fun) - float(boot.batch.core.objective[r]))
+
+    runs_d = [timed(loop_d) for _ in range(args.repeats)]
+    t_d, c_d = min(r[1] for r in runs_d), min(r[2] for r in runs_d)
+
     lines = [
         "# Prompt bootstrap: one compiled batch vs loops (issue 3)",
         "",
@@ -214,20 +252,28 @@ def speed(args) -> list[str]:
         f"Machine: {machine()}.",
         "",
         "| method | replicates timed | wall (s), all replicates | CPU (s), all replicates | wall per replicate (ms) "
-        "| speed-up vs (c), wall | speed-up vs (c), CPU | compile (s) |",
+        "| speed-up vs (d), wall | speed-up vs (d), CPU | compile (s) |",
         "|---|---|---|---|---|---|---|---|",
         f"| (a) `resample.bootstrap`, compiled chunks of {chunk}{'' if args.chunk_size else ' (auto)'}, {workers} "
         f"side by side on host threads, replicates mapped in sequence inside each (`vmap_width=1`, the CPU "
         f"default; best of {args.repeats}) | {b} | {t_a:.2f} | "
-        f"{c_a:.2f} | {1e3 * t_a / b:.1f} | {t_c / t_a:.0f}× | {c_c / c_a:.0f}× | {t_a_first - t_a:.1f} |",
+        f"{c_a:.2f} | {1e3 * t_a / b:.1f} | {t_d / t_a:.1f}× | {c_d / c_a:.1f}× | {t_a_first - t_a:.1f} |",
         f"| (a1) the same chunks one at a time on one thread (`{WORKERS_ENV}=1`; best of {args.repeats}) | {b} | "
-        f"{t_1:.2f} | {c_1:.2f} | {1e3 * t_1 / b:.1f} | {t_c / t_1:.0f}× | {c_c / c_1:.0f}× | {t_1_first - t_1:.1f} |",
+        f"{t_1:.2f} | {c_1:.2f} | {1e3 * t_1 / b:.1f} | {t_d / t_1:.1f}× | {c_d / c_1:.1f}× | {t_1_first - t_1:.1f} |",
         f"| (a2) the same chunks fully vmapped (the accelerator default; best of {args.repeats}) | {b} | {t_v:.2f} | "
-        f"{c_v:.2f} | {1e3 * t_v / b:.1f} | {t_c / t_v:.0f}× | {c_c / c_v:.0f}× | {t_v_first - t_v:.1f} |",
+        f"{c_v:.2f} | {1e3 * t_v / b:.1f} | {t_d / t_v:.1f}× | {c_d / c_v:.1f}× | {t_v_first - t_v:.1f} |",
         f"| (b) Python loop over `core.fit_core_jit` | {n_b}{' (extrapolated)' if n_b < b else ''} | {t_b:.2f} | "
-        f"{c_b:.2f} | {1e3 * t_b / b:.1f} | {t_c / t_b:.0f}× | {c_c / c_b:.0f}× | {t_b_compile:.1f} |",
-        f"| (c) Python loop over scipy L-BFGS-B baseline (2 starts) | {n_c}, extrapolated ×{b / n_c:.0f} | {t_c:.1f} | "
-        f"{c_c:.1f} | {1e3 * t_c / b:.0f} | 1× | 1× | – |",
+        f"{c_b:.2f} | {1e3 * t_b / b:.1f} | {t_d / t_b:.1f}× | {c_d / c_b:.1f}× | {t_b_compile:.1f} |",
+        f"| (c) extra row, not a fair baseline: scipy L-BFGS-B per record, 2 cold starts per replicate, ftol 1e-15 "
+        f"| {n_c}, extrapolated ×{b / n_c:.0f} | {t_c:.1f} | "
+        f"{c_c:.1f} | {1e3 * t_c / b:.0f} | {t_d / t_c:.2f}× | {c_d / c_c:.2f}× | – |",
+        f"| (d) the fair baseline: scipy L-BFGS-B on the same {design.n_cells} cells, each replicate warm-started "
+        f"from scipy's full-data fit, one start, B.3 gradient test (gtol 1e-7·N, ftol 0) (best of {args.repeats}) "
+        f"| {b} | {t_d:.2f} | {c_d:.2f} | {1e3 * t_d / b:.1f} | 1× | 1× | – |",
+        "",
+        f"**Against the fair baseline (d):** (a) is {t_d / t_a:.1f}× in wall time and {c_d / c_a:.1f}× in CPU time; "
+        f"(a1) {t_d / t_1:.1f}× wall, {c_d / c_1:.1f}× CPU. (d)'s objective − ours over {b} replicates: min "
+        f"{min(gap_d):.2e}, max {max(gap_d):.2e} (it stops at the B.3 tolerance; ours iterates to 1e-12·N).",
         "",
         "CPU = process CPU time (all threads); on a machine shared with other jobs it measures the work done, "
         "while wall time also counts waiting for the cores.",

@@ -17,8 +17,25 @@ invocation: the number that does not depend on the machine's load.
 Goals (issue 16), warm unless noted: fit ≤ import + 0.5 s; bootstrap 500 ≤ import + 2 s;
 compare j,j+p 3 folds ≤ import + 2 s; cold fit ≤ import + 3 s.
 
+``--versus`` (issue 36) times whole processes against the strongest fair alternatives, one
+round after another, every command once per round (A B C … A B C …), each process's CPU
+time from the operating system (``os.wait4``: user + system of the finished child) beside
+its wall time; best of N and median; the load average recorded:
+
+* ``oscar --help``, ``oscar fit --help``, ``oscar fit missing.csv`` and a file with a bad
+  label (both exit 2): the light start;
+* warm ``oscar fit DATA --model oscar --format json`` against ``benchmarks/scipy_script.py``
+  (numpy/scipy: load the same file, fit the same OSCAR model on cells by L-BFGS-B to the
+  B.3 tolerance; no intervals, no checks);
+* warm ``oscar fit CSV --model bt --format csv`` against evalica's command line
+  (``evalica -i CSV pairwise bradley-terry``) on the same file (left, right, winner: written
+  from DATA into a temporary folder);
+* warm ``oscar bootstrap DATA --replicates 500``; cold ``oscar fit`` (an empty compile cache
+  per run) beside ``python -c "import numpy, pandas, jax"`` (the stack a fit loads).
+
 Usage::
 
+    python benchmarks/bench_cli.py --versus --rounds 5  # the fair comparisons above
     python benchmarks/bench_cli.py                     # 3 datasets, 3 rounds (≈ 5 min quiet)
     python benchmarks/bench_cli.py --quick --data FILE # one file, fit only, 1 round
     python benchmarks/bench_cli.py --quick --data FILE --commands "fit json"   # one command
@@ -70,6 +87,11 @@ def _env(cache: Path) -> dict:
     # editable install writes it on first import); a shell with PYTHONDONTWRITEBYTECODE
     # would recompile every module from source in every process (≈ 0.1–0.2 s here).
     env.pop("PYTHONDONTWRITEBYTECODE", None)
+    # This process imported oscar_jax, which points JAX's cache at the default folder through
+    # JAX_COMPILATION_CACHE_DIR; a child that inherits it keeps that folder ("the user's own
+    # cache") and ignores OSCAR_JAX_CACHE_DIR, so a "cold" run would be warm.
+    for var in ("JAX_COMPILATION_CACHE_DIR", "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"):
+        env.pop(var, None)
     env["OSCAR_JAX_CACHE_DIR"] = str(cache)
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
     return env
@@ -178,6 +200,142 @@ def markdown(result: dict, load: tuple, rounds: int, wall: float) -> str:
     return "\n".join(lines) + "\n"
 
 
+# ----------------------------------------------------------------------------- versus (issue 36)
+def _rusage_run(argv: list[str], env: dict, cwd: Path) -> tuple[float, float, int]:
+    """(wall s, CPU s of the finished child, exit status) of one whole process."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(argv, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t0
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return wall, usage.ru_utime + usage.ru_stime, proc.returncode
+
+
+def _evalica_csv(src: Path, dest: Path) -> Path:
+    """The Xu et al. file as evalica's CLI reads it: left, right, winner (left/right/tie)."""
+    verdict = {"a": "left", "b": "right", "c": "tie"}
+    rows = json.loads(src.read_text(encoding="utf-8"))
+    lines = ["left,right,winner"]
+    for r in rows:
+        v = verdict.get(str(r.get("judge_preferred_model", "")).strip().lower())
+        if v is not None:
+            lines.append(f"{r['model_a']},{r['model_b']},{v}")
+    dest.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return dest
+
+
+def versus_commands(files: dict[str, Path], work: Path) -> dict[str, tuple[list[str], str]]:
+    """label → (argv, cache: 'warm' or 'cold'); the oscar console script is the installed one."""
+    py, oscar = sys.executable, [sys.executable, "-c", "import sys; from oscar_jax.cli.main import main; "
+                                                     "sys.exit(main())"]
+    evalica = shutil.which("evalica") or str(Path(py).with_name("evalica"))
+    bad = work / "label.csv"
+    bad.write_text("model_a,model_b,winner\na,b,draw\n", encoding="utf-8")
+    cmds = {"oscar --help": (oscar + ["--help"], "warm"),
+            "oscar fit --help": (oscar + ["fit", "--help"], "warm"),
+            "oscar fit missing.csv (exit 2)": (oscar + ["fit", str(work / "missing.csv")], "warm"),
+            "oscar fit label.csv, a bad label (exit 2)": (oscar + ["fit", str(bad)], "warm"),
+            "python -c 'import numpy, pandas, jax'": ([py, "-c", "import numpy, pandas, jax"], "warm")}
+    sweep = oscar + ["simulate", "--n", "1000,2500", "--reps", "20", "--methods", "j,oscar", "--format", "json"]
+    cmds["oscar simulate --n 1000,2500 --reps 20 --methods j,oscar"] = (sweep, "warm")
+    cmds["cold oscar simulate --n 1000,2500 --reps 20 --methods j,oscar"] = (sweep, "cold")
+    for name, path in files.items():
+        csv = _evalica_csv(path, work / (path.stem + ".csv"))
+        cmds[f"{name}: oscar fit --model oscar --format json"] = (
+            oscar + ["fit", str(path), "--model", "oscar", "--format", "json"], "warm")
+        cmds[f"{name}: scipy script, same model"] = ([py, str(SCIPY), str(path)], "warm")
+        cmds[f"{name}: oscar fit --model bt --format csv"] = (
+            oscar + ["fit", str(csv), "--model", "bt", "--format", "csv"], "warm")
+        cmds[f"{name}: evalica CLI, Bradley-Terry"] = ([evalica, "-i", str(csv), "pairwise", "bradley-terry"], "warm")
+        cmds[f"{name}: oscar bootstrap --replicates 500"] = (oscar + ["bootstrap", str(path), "--replicates", "500"],
+                                                             "warm")
+        cmds[f"{name}: cold oscar fit --model oscar --format json"] = (
+            oscar + ["fit", str(path), "--model", "oscar", "--format", "json"], "cold")
+    return cmds
+
+
+def versus(files: dict[str, Path], rounds: int, work: Path, only: tuple[str, ...] = ()) -> list[dict]:
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "oscar_jax")], check=True)
+    cmds = {label: c for label, c in versus_commands(files, work).items()
+            if not only or any(o in label for o in only)}
+    warm_env = _env(work / "cache")
+    for argv, kind in cmds.values():  # fill the warm cache (untimed)
+        if kind == "warm":
+            subprocess.run(argv, env=warm_env, cwd=work, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    times: dict[str, list[tuple[float, float, int, float]]] = {c: [] for c in cmds}
+    for r in range(rounds):
+        for label, (argv, kind) in cmds.items():
+            env = warm_env if kind == "warm" else _env(work / f"cold-{r}-{len(times[label])}-{abs(hash(label))}")
+            wall, cpu, code = _rusage_run(argv, env, work)
+            times[label].append((wall, cpu, code, os.getloadavg()[0]))
+    rows = []
+    for label, runs in times.items():
+        rows.append({"command": label, "wall_min": min(t[0] for t in runs),
+                     "wall_med": statistics.median(t[0] for t in runs), "cpu_min": min(t[1] for t in runs),
+                     "cpu_med": statistics.median(t[1] for t in runs), "exit": sorted({t[2] for t in runs}),
+                     "load": (min(t[3] for t in runs), max(t[3] for t in runs)), "runs": len(runs)})
+    return rows
+
+
+def first_output(argv: list[str], env: dict, cwd: Path) -> tuple[float, float, float, int]:
+    """(seconds to the first byte on stdout or stderr, wall s, CPU s, exit) of one process."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(argv, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    first = proc.stdout.read(1) and time.perf_counter() - t0
+    proc.stdout.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return float(first or "nan"), time.perf_counter() - t0, usage.ru_utime + usage.ru_stime, proc.returncode
+
+
+def demo_rows(rounds: int, work: Path) -> list[str]:
+    """Cold ``oscar demo`` (an empty compile cache each run): when the user first sees a word."""
+    argv = [sys.executable, "-c", "import sys; from oscar_jax.cli.main import main; sys.exit(main())", "demo"]
+    runs = [first_output(argv, _env(work / f"demo-{r}"), work) + (os.getloadavg()[0],) for r in range(rounds)]
+    return ["", "## Cold `oscar demo`: time to the first output", "",
+            "| run | first output (s) | exit after (s) | CPU s | exit | load |", "|---|---|---|---|---|---|",
+            *(f"| {i + 1} | {f:.2f} | {w:.1f} | {c:.1f} | {e} | {ld:.1f} |" for i, (f, w, c, e, ld) in enumerate(runs))]
+
+
+VERSUS_PAIRS = (("oscar fit --model oscar --format json", "scipy script, same model", 1.5),
+                ("oscar fit --model bt --format csv", "evalica CLI, Bradley-Terry", 1.0))
+
+
+def versus_markdown(rows: list[dict], rounds: int, load: tuple, wall: float) -> str:
+    by = {r["command"]: r for r in rows}
+    lines = ["# Whole processes against fair alternatives (bench_cli.py --versus, issue 36)", "",
+             f"Run {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, {wall:.0f} s; {os.cpu_count()} logical cores; "
+             f"**load average (1 min) {load[0]:.1f} at start, {load[1]:.1f} at end**. {rounds} rounds, every command "
+             "once per round in the order below (interleaved); CPU = user + system of the finished process "
+             "(`os.wait4`), wall from outside; best of the rounds (min) and median. Warm = a compile cache that "
+             "holds the command's programs; cold = an empty one for every run.", "",
+             "| command | CPU s, min / median | wall s, min / median | exit | load during |",
+             "|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['command']} | {r['cpu_min']:.2f} / {r['cpu_med']:.2f} | {r['wall_min']:.2f} / "
+                     f"{r['wall_med']:.2f} | {','.join(map(str, r['exit']))} | {r['load'][0]:.1f}–{r['load'][1]:.1f} |")
+    lines += ["", "## Ratios (alternative ÷ oscar: above 1 means oscar is faster)", "",
+              "| dataset | oscar command | alternative | CPU, best ÷ best | CPU, median ÷ median | wall, best ÷ best "
+              "| goal | met (CPU, best) |", "|---|---|---|---|---|---|---|---|"]
+    names = sorted({r["command"].split(": ")[0] for r in rows if ": " in r["command"]})
+    for name in names:
+        for ours, theirs, goal in VERSUS_PAIRS:
+            a, b = by.get(f"{name}: {ours}"), by.get(f"{name}: {theirs}")
+            if a and b:
+                ratio = b["cpu_min"] / a["cpu_min"]
+                lines.append(f"| {name} | `{ours}` | {theirs} | {ratio:.2f}× | {b['cpu_med'] / a['cpu_med']:.2f}× | "
+                             f"{b['wall_min'] / a['wall_min']:.2f}× | ≥ {goal:g}× | {'yes' if ratio >= goal else 'no'} |")
+        cold, warm = by.get(f"{name}: cold oscar fit --model oscar --format json"), \
+            by.get(f"{name}: oscar fit --model oscar --format json")
+        stack = by.get("python -c 'import numpy, pandas, jax'")
+        if cold and warm and stack:
+            lines.append(f"| {name} | cold `oscar fit` | — | cold − warm: {cold['cpu_min'] - warm['cpu_min']:.2f} CPU-s, "
+                         f"{cold['wall_min'] - warm['wall_min']:.2f} s wall | cold − import of numpy, pandas, jax: "
+                         f"{cold['wall_min'] - stack['wall_min']:.2f} s wall | — | ≤ 1.5 s wall over import, ≤ 3 CPU-s "
+                         f"compiling | {'yes' if cold['wall_min'] - stack['wall_min'] <= 1.5 and cold['cpu_min'] - warm['cpu_min'] <= 3 else 'no'} |")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="fit commands only, one round")
@@ -187,12 +345,16 @@ def main(argv=None) -> dict:
     parser.add_argument("--rounds", type=int, default=None, help="interleaved rounds (default 3; quick 1)")
     parser.add_argument("--replicates", type=int, default=500)
     parser.add_argument("--commands", default="", help="comma-separated subset of the commands (e.g. 'fit json')")
-    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "cli.md")
+    parser.add_argument("--out", type=Path, default=None, help="default results/cli.md (--versus: cli_versus.md)")
+    parser.add_argument("--versus", action="store_true", help="whole processes against the fair alternatives")
+    parser.add_argument("--demo", action="store_true", help="with --versus: also time cold `oscar demo` to its first output")
     args = parser.parse_args(argv)
+    if args.out is None:
+        args.out = ROOT / "benchmarks" / "results" / ("cli_versus.md" if args.versus else "cli.md")
     rounds = args.rounds or (1 if args.quick else 3)
     only = tuple(c.strip() for c in args.commands.split(",") if c.strip())
     unknown = set(only) - set(commands("DATA", args.replicates, False))
-    if unknown:
+    if unknown and not args.versus:  # (with --versus: substrings of the commands' labels)
         parser.error(f"unknown --commands {sorted(unknown)}; choose from {sorted(commands('DATA', 0, False))}")
     if args.data:
         files = {p.name: p for p in args.data}
@@ -204,6 +366,16 @@ def main(argv=None) -> dict:
             return {"rows": [], "run_all": [], "goals": []}
     t0 = time.perf_counter()
     load0 = os.getloadavg()[0]
+    if args.versus:
+        with tempfile.TemporaryDirectory(prefix="oscar_bench_vs_") as tmp:
+            rows = versus(files, args.rounds or 5, Path(tmp), only)
+            extra = demo_rows(args.rounds or 5, Path(tmp)) if args.demo else []
+        text = versus_markdown(rows, args.rounds or 5, (load0, os.getloadavg()[0]), time.perf_counter() - t0)
+        text += "\n".join(extra) + ("\n" if extra else "")
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(text, encoding="utf-8")
+        print(text)
+        return {"rows": rows}
     with tempfile.TemporaryDirectory(prefix="oscar_bench_cli_") as tmp:
         result = run(files, rounds, args.replicates, args.quick, Path(tmp), only)
     load1 = os.getloadavg()[0]

@@ -132,7 +132,7 @@ def collect_fit(result, out: Outcome, quick: bool):
 
 def collect_bootstrap(text: str, out: Outcome, quick: bool):
     rows = {}
-    for label in ("a", "a1", "a2", "b", "c"):
+    for label in ("a", "a1", "a2", "b", "c", "d"):
         m = re.search(rf"^\| \({label}\) ([^|]*)\| ([^|]*)\| ([\d.]+) \|", text, re.M)
         if m:
             rows[label] = (m.group(1).strip(), m.group(2).strip(), float(m.group(3)))
@@ -144,17 +144,19 @@ def collect_bootstrap(text: str, out: Outcome, quick: bool):
     failed = _find(r"^(Replicates failing .*?)\(", text, cast=str) or ""
     for key, alt in (("a1", "the same chunks one at a time on one thread"),
                      ("a2", "the same compiled chunks fully vmapped"), ("b", "Python loop over `core.fit_core_jit`"),
-                     ("c", "Python loop over scipy L-BFGS-B")):
+                     ("c", "extra row, a weak baseline: scipy per record, 2 cold starts, ftol 1e-15"),
+                     ("d", "the fair baseline: scipy on the same cells, each replicate warm-started from the full "
+                           "fit, B.3 tolerance")):
         if key in rows:
             out.rows.append(Row("bootstrap", f"{reps} replicates, {a_name}", a_s,
                                 f"{alt} ({rows[key][1]} timed)", rows[key][2],
                                 (agree + " " + failed).strip()))
-    if "c" in rows:
+    if "d" in rows:
         # a tiny quick batch can print as 0.000 s: the ratio is then unbounded, not an error
-        ratio = rows["c"][2] / a_s if a_s > 0 else float("inf")
-        out.goals.append((f"{reps}-replicate bootstrap vs scipy loop" + (" (quick: not the 500 of the goal)"
-                                                                          if reps != 500 else ""),
-                          "≥ 50×", f"{ratio:.0f}×", ratio >= 50 if reps == 500 else None))
+        ratio = rows["d"][2] / a_s if a_s > 0 else float("inf")
+        out.goals.append((f"{reps}-replicate bootstrap vs the fair scipy loop (cells, warm starts; issue 36)"
+                          + (" (quick: not the 500 of the goal)" if reps != 500 else ""),
+                          "report", f"{ratio:.1f}× wall", None))
 
 
 def collect_simulation(text: str, out: Outcome, quick: bool):

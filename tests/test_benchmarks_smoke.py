@@ -70,8 +70,8 @@ def test_collectors_parse_the_other_benchmarks_tables():
         out = run_all.Outcome("bootstrap", "ok")
         text = boot.read_text(encoding="utf-8")
         run_all.collect_bootstrap(text, out, False)
-        # one comparison row per alternative the table has: (a1), (a2), (b), (c) against (a)
-        alternatives = sum(f"| ({k}) " in text for k in ("a1", "a2", "b", "c"))
+        # one comparison row per alternative the table has: (a1), (a2), (b), (c), (d) against (a)
+        alternatives = sum(f"| ({k}) " in text for k in ("a1", "a2", "b", "c", "d"))
         assert alternatives >= 2 and len(out.rows) == alternatives and out.goals
     sim = "\n".join([
         "Study: N ∈ [250] × 3 replicates × 1 methods (c = 1, ρ = 0.6), plus: **12 fits**, each with ...",
@@ -112,12 +112,12 @@ def test_bench_bootstrap_speed_on_simulated_data(tmp_path):
                           "--chunk-size", "3", "--loop-subset", "3", "--scipy-subset", "2", "--repeats", "1",
                           "--output", str(out)])
     text = out.read_text(encoding="utf-8")
-    for row in ("| (a) ", "| (a1) ", "| (a2) ", "| (b) ", "| (c) "):
+    for row in ("| (a) ", "| (a1) ", "| (a2) ", "| (b) ", "| (c) ", "| (d) "):
         assert row in text
     assert "max |θ_a − θ_a1| = 0.0e+00" in text  # the threads change no bit
     parsed = run_all.Outcome("bootstrap", "ok")
     run_all.collect_bootstrap(text, parsed, True)
-    assert len(parsed.rows) == 4
+    assert len(parsed.rows) == 5 and "fair scipy loop" in parsed.goals[0][0]
 
 
 def test_bench_simulation_quick(tmp_path):

@@ -153,3 +153,30 @@ def test_shared_mtbench_counts():
     assert (d.n_records, d.n_clusters, d.n_cand, d.n_judge) == (9706, 80, 6, 20)
     assert d.judges[d.reference] == "Qwen/Qwen3-235B-A22B-Instruct-2507-tput"
     assert not d.has_length and d.n_cells <= 600
+
+
+def test_components_match_a_breadth_first_search():
+    # The comparison graph's components (model/design.py, host numpy, no scipy.sparse): each
+    # label set is what a breadth-first search reaches, numbered by its smallest member.
+    from oscar_jax.model.design import _components
+
+    rng = np.random.default_rng(3)
+    for n, m in ((1, 0), (6, 2), (40, 25), (40, 60), (300, 200)):
+        a, b = rng.integers(0, n, m), rng.integers(0, n, m)
+        count, labels = _components(a, b, n)
+        adj = [set() for _ in range(n)]
+        for x, y in zip(a, b):
+            adj[x].add(y)
+            adj[y].add(x)
+        expect = -np.ones(n, int)
+        found = 0
+        for start in range(n):
+            if expect[start] >= 0:
+                continue
+            expect[start], frontier = found, [start]
+            while frontier:
+                nxt = [y for x in frontier for y in adj[x] if expect[y] < 0]
+                expect[nxt] = found
+                frontier = nxt
+            found += 1
+        assert count == found and np.array_equal(labels, expect)

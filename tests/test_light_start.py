@@ -46,9 +46,9 @@ print(json.dumps(report))
 """
 
 
-def _probe(cases, tmp_path):
+def _probe(cases, tmp_path, heavy=HEAVY):
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    code = PROBE.format(heavy=HEAVY, cases=cases)
+    code = PROBE.format(heavy=heavy, cases=cases)
     out = subprocess.run([sys.executable, "-c", code], env=env, cwd=tmp_path, capture_output=True, text=True,
                          timeout=300)
     assert out.returncode == 0, out.stderr
@@ -103,3 +103,27 @@ def test_the_probe_sees_the_numeric_stack_when_it_loads(tmp_path):
     # Negative control: a command that fits imports JAX, and the probe reports it.
     report = _probe([["fit", str(ARENA_EXAMPLE), "--model", "bt", "--format", "json"]], tmp_path)
     assert report[-1][1] == 0 and "jax" in report[-1][2]
+
+
+def test_help_argument_errors_and_a_bad_path_load_not_even_numpy_or_pandas(tmp_path):
+    # pandas alone is ~0.4 CPU-s on a loaded host: `oscar CMD --help`, an argparse error and a
+    # data path that does not exist or has an unknown suffix answer before it loads.
+    from oscar_jax.cli.main import COMMANDS
+
+    (tmp_path / "notes.txt").write_text("a,b\n", encoding="utf-8")
+    data = str(ARENA_EXAMPLE)
+    cases = [*([name, "--help"] for name in COMMANDS), ["fit", data, "--scale", "nonsense"],
+             ["fit", str(tmp_path / "missing.csv")], ["bootstrap", str(tmp_path / "missing.json")],
+             ["compare", str(tmp_path / "notes.txt")], ["audit", str(tmp_path / "missing.csv")]]
+    report = _probe(cases, tmp_path, heavy=("numpy", "pandas", *HEAVY))
+    assert [(case, modules) for case, _, modules in report if modules] == []
+    codes = {case: rc for case, rc, _ in report[1:]}
+    assert [c for c, rc in codes.items() if rc != (0 if "--help" in c else 2)] == []
+
+
+def test_the_light_schema_names_are_the_registered_ones():
+    from oscar_jax.io.schemas import SCHEMAS
+    from oscar_jax.runtime.validate import SCHEMA_NAMES
+
+    assert tuple(SCHEMAS) == SCHEMA_NAMES
+

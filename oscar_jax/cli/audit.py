@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..report.render import write_tables
 from ..runtime.validate import OscarInputError
 from .common import emit, emit_json
 
@@ -87,6 +86,7 @@ def _bayes_options(args) -> dict:
 
 def run(args) -> int:
     from ..audit import audit, load_audit
+    from ..report.render import write_tables
 
     if args.plot is not None and not str(args.plot).lower().endswith(".png"):
         raise OscarInputError(f"--plot {args.plot!r}: the plot is written as PNG; give a .png file name")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..results.intervals import CI_KINDS
+from ..runtime.validate import CI_KINDS
 from .bootstrap import add_scale_arguments
 from .common import add_data_arguments, emit, emit_json, problem_from_args
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..results.intervals import SCORE_SCALES
+from ..runtime.validate import SCORE_SCALES
 from ..runtime.multiprocess import add_process_arguments
 from .common import add_data_arguments, add_output_arguments, emit, emit_json, problem_from_args
 

@@ -6,10 +6,7 @@ import json
 import sys
 from pathlib import Path
 
-from ..io.schemas import SCHEMAS
-from ..model.problem import as_design, prepare
-from ..results.jsonable import to_json
-from ..runtime.validate import OscarInputError
+from ..runtime.validate import SCHEMA_NAMES, OscarInputError
 
 MODELS_HELP = "j, j+p, j+l, j+f, bt+plf, davidson+plf, oscar (or e.g. j+p+l, oscar+c)"
 
@@ -19,7 +16,7 @@ def add_data_arguments(parser, *, model: bool = False):
     parser.add_argument("data", metavar="DATA", help="judgments: .json (Xu et al.), .jsonl, .csv, .tsv or .parquet")
     if model:
         parser.add_argument("--model", default="oscar", help=f"model variant: {MODELS_HELP} (default oscar)")
-    parser.add_argument("--schema", choices=sorted(SCHEMAS), default=None,
+    parser.add_argument("--schema", choices=sorted(SCHEMA_NAMES), default=None,
                         help="input convention (default: detected from the columns)")
     parser.add_argument("--reference-judge", default=None, metavar="NAME",
                         help="judge with sensitivity fixed at 1 (exact name or unique substring; default: most records)")
@@ -84,11 +81,15 @@ def setup_from_args(args) -> dict:
 
 def design_from_args(args):
     """The Design a command works on (the records are read and checked before JAX loads)."""
+    from ..model.problem import as_design  # pandas and numpy, once the arguments are good
+
     return as_design(args.data, **setup_from_args(args))
 
 
 def problem_from_args(args):
     """The Problem of ``--model`` (and ``--ridge``) on the data (read and checked before JAX loads)."""
+    from ..model.problem import prepare
+
     return prepare(args.data, args.model, ridge=getattr(args, "ridge", None), **setup_from_args(args))
 
 
@@ -97,4 +98,6 @@ def emit(text: str):
 
 
 def emit_json(obj):
+    from ..results.jsonable import to_json
+
     emit(to_json(obj))

@@ -10,8 +10,7 @@ from __future__ import annotations
 import shlex
 import sys
 
-from ..results.intervals import CI_SOURCES, SCORE_SCALES
-from ..runtime.validate import OscarInputError, check_ci_prob, check_positive_int, resolve_name
+from ..runtime.validate import CI_SOURCES, SCORE_SCALES, OscarInputError, check_ci_prob, check_positive_int, resolve_name
 from .common import add_data_arguments, add_output_arguments, emit, emit_json, problem_from_args
 
 DESCRIPTIONS = {

@@ -103,9 +103,11 @@ def main(argv=None) -> int:
     warnings.filterwarnings("ignore", category=OscarNoteWarning)  # the commands print the notes themselves
     from ..runtime.batching import compile_ahead, workers_setting
     from ..runtime.multiprocess import cli_start
-    from ..runtime.validate import check_output_dir
+    from ..runtime.validate import check_output_dir, data_file_suffix
 
-    try:  # output folders and settings are checked before anything is computed
+    try:  # the data path, output folders and settings are checked before anything loads or is computed
+        if getattr(args, "data", None):
+            data_file_suffix(args.data)
         workers_setting()
         for attr, option in (("out", "--out"), ("plots", "--plots")):
             if getattr(args, attr, None):

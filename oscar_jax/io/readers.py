@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..runtime.validate import OscarInputError
+from ..runtime.validate import OscarInputError, data_file_suffix
 
 __all__ = ["read_table"]
 
@@ -62,9 +62,7 @@ def read_table(source, encoding: str | None = None) -> tuple[pd.DataFrame, str]:
     if isinstance(source, (list, tuple)) and (not source or isinstance(source[0], dict)):
         return pd.DataFrame(list(source)), "<records>"
     path = Path(source)
-    if not path.exists():
-        raise OscarInputError(f"data file {str(path)!r} does not exist")
-    suffix = "".join(path.suffixes[-2:]).lower() if path.suffix.lower() == ".gz" else path.suffix.lower()
+    suffix = data_file_suffix(path)
     try:
         if suffix in (".csv", ".csv.gz", ".tsv", ".tsv.gz") and _looks_like_json(path, enc):
             raise OscarInputError(
@@ -79,13 +77,8 @@ def read_table(source, encoding: str | None = None) -> tuple[pd.DataFrame, str]:
             frame = pd.read_parquet(path)
         elif suffix in (".jsonl", ".ndjson", ".jsonl.gz"):
             frame = _read_jsonl(path, enc)
-        elif suffix == ".json":
+        else:  # ".json" (data_file_suffix admits no other)
             frame = _read_json(path, enc)
-        else:
-            raise OscarInputError(
-                f"cannot tell the format of {str(path)!r} from its suffix {suffix!r}; "
-                "use .csv, .tsv, .json, .jsonl or .parquet"
-            )
     except OscarInputError:
         raise
     except UnicodeDecodeError as exc:

@@ -12,7 +12,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..runtime.validate import OscarInputError, check_ci_prob, check_choice
+from ..runtime.validate import (CI_KINDS, CI_SOURCES, SCORE_SCALES, OscarInputError, check_ci_prob,  # noqa: F401
+                                check_choice)
 
 __all__ = ["CI_KINDS", "CI_KIND_NAMES", "CI_SOURCES", "Draws", "SCORE_SCALES", "draw_interval", "draw_ranks",
            "interval_request", "mcse_of_mean", "p_best", "percentiles", "rank_probabilities"]
@@ -39,12 +40,7 @@ class Draws(NamedTuple):
 # maps (the interval of q = σ(γ̄ Δs) is the map of that of γ̄ Δs), which the HDI is not.
 # For q near its bounds the HDI gave up coverage on the long side: 92.6% against 94.2%
 # for 95% intervals on the 50 Appendix G datasets (docs/bayes.md).
-CI_KINDS = ("eti", "hdi")
 CI_KIND_NAMES = {"eti": "ETI", "hdi": "HDI"}  # table headers and plot labels
-# Where a leaderboard's intervals come from, and the scales a score is shown on (the CLI's
-# --ci and --scale; here, in a module without JAX, so that `oscar CMD --help` starts light).
-CI_SOURCES = ("sandwich", "model", "bootstrap", "bayes")
-SCORE_SCALES = ("logit", "elo", "winrate")
 
 
 def percentiles(draws: np.ndarray, ci_prob: float, method: str = "linear") -> tuple[np.ndarray, np.ndarray]:

@@ -19,6 +19,10 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 __all__ = [
+    "CI_KINDS",
+    "CI_SOURCES",
+    "SCHEMA_NAMES",
+    "SCORE_SCALES",
     "OscarDataWarning",
     "OscarFitWarning",
     "OscarInputError",
@@ -29,8 +33,21 @@ __all__ = [
     "check_choice",
     "check_output_dir",
     "check_positive_int",
+    "data_file_suffix",
     "resolve_name",
 ]
+
+# The words a user may choose among, here (no numpy, no pandas) so that `oscar CMD --help`
+# and argument errors start light; the modules that act on them import them from here.
+# Posterior intervals: equal-tailed or highest-density (results/intervals.py says why ETI
+# is the default).
+CI_KINDS = ("eti", "hdi")
+# Where a leaderboard's intervals come from, and the scales a score is shown on (--ci, --scale).
+CI_SOURCES = ("sandwich", "model", "bootstrap", "bayes")
+SCORE_SCALES = ("logit", "elo", "winrate")
+# The built-in input conventions in detection order; io/schemas.py registers one Schema per
+# name (tests/test_light_start.py checks the two agree).
+SCHEMA_NAMES = ("xu", "arena", "oscar", "evalica", "crowdkit", "alpacaeval", "arena-hard")
 
 
 class OscarInputError(ValueError):
@@ -148,3 +165,22 @@ def atomic_write(path, write: Callable[[Path], object]) -> Path:
 
 def atomic_write_text(path, text: str) -> Path:
     return atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+
+
+DATA_SUFFIXES = (".csv", ".csv.gz", ".tsv", ".tsv.gz", ".parquet", ".pq", ".jsonl", ".ndjson", ".jsonl.gz", ".json")
+
+
+def data_file_suffix(source) -> str:
+    """The format suffix of a data file that exists (``.csv.gz`` counts as one), else the error.
+
+    Checked before pandas loads (io/readers.py reads by this suffix), so that a mistyped path
+    costs the user no numeric start-up.
+    """
+    path = Path(source)
+    if not path.exists():
+        raise OscarInputError(f"data file {str(path)!r} does not exist")
+    suffix = "".join(path.suffixes[-2:]).lower() if path.suffix.lower() == ".gz" else path.suffix.lower()
+    if suffix not in DATA_SUFFIXES:
+        raise OscarInputError(f"cannot tell the format of {str(path)!r} from its suffix {suffix!r}; "
+                              "use .csv, .tsv, .json, .jsonl or .parquet")
+    return suffix
