@@ -126,7 +126,7 @@ def _fit(args) -> int:
                         "; the judge and win-probability tables below are prompt-cluster sandwich"))
         if draws.n_failed:
             notes.append(f"{draws.n_failed} {args.ci} draws failed their checks and were left out")
-    notes += small_data_advice(result, ci=wald, ridge=args.ridge, seed=args.seed)
+    notes += small_data_advice(result, ci=wald, ridge=args.ridge, seed=args.seed, board=lb)
     if strong_weight_note(args.strong_weight):
         notes.append(strong_weight_note(args.strong_weight))
     payload["data"] = _data_summary(design)

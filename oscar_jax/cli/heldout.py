@@ -94,7 +94,7 @@ def human_text(res) -> str:
     pct = int(round(100 * res.ci_prob))
     hum = res.human.assign(score=res.human.human_score)
     lines = [f"human reference: Bradley–Terry fit of {res.n_votes} votes on {res.n_prompts} prompts "
-             "(one rater, ties ½, ridge 0.05)",
+             "(every human rater pooled as one judge; ties ½, ridge 0.05)",
              render_table(hum, [("human_rank", "rank", "d"), ("candidate", "candidate", ""), ("score", "score", ".3f")],
                           name_col="candidate"), ""]
     tab = res.table()

@@ -24,6 +24,7 @@ from ..fit import companion_fits
 from ..results.boards import ELO_BASE, ELO_SLOPE
 from ..results.fit import FitResult
 from ..results.schema import CI_LABELS
+from .text import check_verdict, data_line, reference_line
 
 __all__ = ["report_html", "versions", "write_report"]
 
@@ -179,7 +180,7 @@ def _judge_section(result: FitResult, table: pd.DataFrame, flags: dict[str, str]
     )
 
 
-def _checks_section(result: FitResult, extra_notes) -> str:
+def _checks_section(result: FitResult, extra_notes, ci: str = "sandwich") -> str:
     design = result.design
     notes = []
     if design.report is not None:
@@ -200,10 +201,18 @@ def _checks_section(result: FitResult, extra_notes) -> str:
         mark = '<span class="ok">passed</span>' if ok else '<span class="bad">FAILED</span>'
         rows.append([_e(name.replace("_", " ")), mark, _e(detail)])
     failed = result.failed_checks()
-    verdict = ('<p class="ok">All checks passed.</p>' if not failed else
-               "<ul class=\"notes\">" + "".join(f'<li class="bad">{_e(f)}</li>' for f in failed) + "</ul>")
+    said = check_verdict(result, ci)  # the CLI's words for the same checks
+    ident = result.identification_check(ci)
+    if said == "all passed":
+        verdict = '<p class="ok">All checks passed.</p>'
+    else:
+        items = [f'<li class="bad">{_e(f)}</li>' for f in failed]
+        items += [f'<li class="bad">{_e(m)}</li>' for m in ident["messages"]]
+        said = said.replace("(! below)", "(flagged rows are marked in the tables above)")
+        verdict = f'<p class="bad">Checks: {_e(said)}.</p><ul class="notes">' + "".join(items) + "</ul>"
     return ("<h2>Data notes and checks</h2>" + note_html
-            + "<p>Fit checks (the paper's Appendix B.3):</p>" + verdict
+            + "<p>Fit checks (optimizer converged, curvature positive, every quantity identified; the paper's "
+              "Appendix B.3):</p>" + verdict
             + _table([("check", "name"), ("result", "name"), ("details", "name")], rows))
 
 
@@ -250,8 +259,7 @@ def report_html(result: FitResult, *, ci: str = "sandwich", j_fit: FitResult | N
     d = result.design
     title = title or f"OSCAR leaderboard: {Path(d.report.source).name if d.report is not None else 'data'}"
     when = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    summary = (f"{result.effective_spec.name} model · {d.n_records:,} judgments · {d.n_clusters:,} prompts · "
-               f"{d.n_cand} models · {d.n_judge} judges · reference judge {d.judges[d.reference]}")
+    summary = f"{data_line(d, result.effective_spec.name + ' model')} · {reference_line(result, 200)}"
     parts = [f"<h1>{_e(title)}</h1>", f'<p class="sub">{_e(summary)}</p>']
     parts.append(_leaderboard_section(result, elo, logit, _flags(logit, "candidate")))
     parts.append(_figure(_png(forest_plot, elo), "forest plot of the scores",
@@ -273,7 +281,7 @@ def report_html(result: FitResult, *, ci: str = "sandwich", j_fit: FitResult | N
                              "(the paper's Eq. 5, Fig. 1(c))."))
     else:
         parts.append("<p>Not available: the data do not support a position term.</p>")
-    parts.append(_checks_section(result, notes))
+    parts.append(_checks_section(result, notes, ci))
     parts.append(_provenance_section(command))
     parts.append(f"<footer>Generated {when} by oscar_jax.</footer>")
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
