@@ -154,3 +154,80 @@ def test_the_svi_caveat_is_printed_once(capsys):
     captured = capsys.readouterr()
     said = captured.out + captured.err + "".join(str(w.message) for w in caught)
     assert said.count("Gaussian approximation") == 1
+
+
+# ------------------------------------------------------------------ §5 figures a browser shows
+def test_heatmap_title_promises_no_interval_the_cells_do_not_show(tmp_path, monkeypatch):
+    from test_plot_layout import Drawn
+
+    from oscar_jax.report.plots import win_heatmap
+
+    drawn = Drawn(monkeypatch)
+    for n in (5, 20):
+        s = np.linspace(1.5, -1.5, n)
+        q = 1.0 / (1.0 + np.exp(-(s[:, None] - s[None, :])))
+        win_heatmap(q, tmp_path / f"heat{n}.png", names=[f"m{i}" for i in range(n)], lo=q - 0.05, hi=q + 0.05,
+                    level=0.95)
+        fig, _ = drawn.last()
+        title = fig.axes[0].get_title()
+        cells = [t.get_text() for t in fig.axes[0].texts]
+        if n == 5:
+            assert "95% intervals" in title and any("[" in c for c in cells)
+        else:
+            assert not any("[" in c for c in cells)
+            assert "95% intervals" not in title and "not drawn" in title
+
+
+def test_judge_panel_with_20_judges_is_level_and_readable(tmp_path, monkeypatch):
+    from test_plot_layout import Drawn, overlaps
+
+    from oscar_jax.report.plots import judge_panel
+
+    drawn = Drawn(monkeypatch)
+    n = 20
+    rng = np.random.default_rng(1)
+    kappa = 1.0 + 0.05 * rng.normal(size=n)
+    d = rng.uniform(-0.3, 0.5, size=n)
+    judges = [f"org{i % 4}/judge-model-{i}" for i in range(n)]
+    table = pd.DataFrame({"judge": judges, "kappa": kappa, "kappa_lo": kappa - 0.2, "kappa_hi": kappa + 0.2,
+                          "D": d, "D_lo": d - 0.1, "D_hi": d + 0.1, "beta_pos": 2 * np.arctanh(d),
+                          "beta_len": rng.normal(0, 0.2, n), "beta_fam": rng.normal(0, 0.3, n)})
+    kj = kappa * (1 - d ** 2)
+    j_table = table.assign(kappa=kj, kappa_lo=kj - 0.2, kappa_hi=kj + 0.2)
+    judge_panel(table, tmp_path / "judges.png", j_fit=j_table, model_name="OSCAR")
+    fig, texts = drawn.last()
+    assert overlaps(texts) == []
+    ax_k, ax_d = fig.axes[0], fig.axes[1]
+    renderer = drawn.renderers[id(fig)]
+    # Panel (a) starts level with (b), not halfway down the figure.
+    assert abs(ax_k.get_window_extent(renderer).y1 - ax_d.get_window_extent(renderer).y1) < 2.0
+    labels = [t for t in ax_k.texts if t.get_text() in set(table.judge) or "unlabelled" in t.get_text()]
+    assert all(t.get_fontsize() >= 8 for t in labels)
+    labelled = sum(t.get_text() in set(table.judge) for t in labels)
+    counted = sum(int(t.get_text().split()[0]) for t in labels if "unlabelled" in t.get_text())
+    assert labelled + counted == n  # every judge labelled or counted
+
+
+def test_a_label_sits_nearest_its_own_point():
+    import matplotlib.figure
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from oscar_jax.report.figures import place_labels
+
+    fig = matplotlib.figure.Figure(figsize=(4, 4), dpi=100, layout="constrained")
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    ax.set_xlim(0, 10)
+    ax.set_ylim(0, 10)
+    xs = np.array([2.0, 2.6, 3.2, 3.8, 7.0, 7.4, 7.8, 5.0, 5.3, 5.6])
+    ys = np.array([5.0, 5.0, 5.0, 5.0, 2.0, 2.3, 2.6, 8.0, 8.0, 8.0])
+    names = [f"judge-{i}" for i in range(10)]
+    ax.plot(xs, ys, "o")
+    place_labels(ax, xs, ys, names, fontsize=8)
+    renderer = fig.canvas.get_renderer()
+    pts = [ax.transData.transform(p) for p in zip(xs, ys)]
+    for t in ax.texts:
+        box = t.get_window_extent(renderer)
+        own = names.index(t.get_text())
+        dist = [np.hypot(max(box.x0 - p[0], 0, p[0] - box.x1), max(box.y0 - p[1], 0, p[1] - box.y1)) for p in pts]
+        assert dist[own] <= min(dist) + 1e-6, t.get_text()

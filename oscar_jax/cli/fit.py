@@ -7,7 +7,6 @@ self-contained HTML page to share.
 
 from __future__ import annotations
 
-import shlex
 import sys
 
 from ..results.intervals import CI_SOURCES, SCORE_SCALES
@@ -176,10 +175,13 @@ def _fit(args) -> int:
 
 
 def _command_line(args) -> str:
+    """The command as the page shows it: paths relative to the working folder, never absolute."""
+    from ..report.html import public_command
+
     argv = getattr(args, "_argv", None)
     if argv is None:
         argv = sys.argv[1:]
-    return shlex.join(["oscar", *map(str, argv)])
+    return public_command(["oscar", *map(str, argv)])
 
 
 def _report(args) -> int:

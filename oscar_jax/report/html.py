@@ -13,7 +13,9 @@ from __future__ import annotations
 import base64
 import datetime as _dt
 import html
+import os
 import platform
+import re
 import tempfile
 from pathlib import Path
 
@@ -26,7 +28,7 @@ from ..results.fit import FitResult
 from ..results.schema import CI_LABELS
 from .text import check_verdict, data_line, reference_line
 
-__all__ = ["report_html", "versions", "write_report"]
+__all__ = ["public_command", "public_path", "public_paths", "report_html", "versions", "write_report"]
 
 _CSS = """
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:2rem auto;max-width:1100px;
@@ -47,6 +49,35 @@ pre{background:#f6f8fa;padding:.7rem;overflow-x:auto;font-size:.85rem}
 ul.notes li{margin:.2rem 0}
 footer{margin-top:3rem;color:#777;font-size:.8rem}
 """
+
+
+_ABS_PATH = re.compile(r"(?<![\w.~:/-])/(?:[\w.+@~-]+/)+[\w.+@~-]*")
+
+
+def public_path(path) -> str:
+    """A path as a published page may show it: relative to the working folder when inside it,
+    else only its file name; never the machine's absolute directories."""
+    text = str(path)
+    if not os.path.isabs(text):
+        return text
+    rel = os.path.relpath(text, os.getcwd())
+    return rel if not rel.startswith("..") else (Path(text).name or text)
+
+
+def public_paths(text: str) -> str:
+    """``text`` with every absolute path in it shown as :func:`public_path` shows it."""
+    return _ABS_PATH.sub(lambda m: public_path(m.group()), str(text))
+
+
+def public_command(argv) -> str:
+    """A command line to publish: each path argument (``PATH`` or ``--opt=PATH``) as :func:`public_path`."""
+    import shlex
+
+    out = []
+    for arg in map(str, argv):
+        opt, eq, value = arg.partition("=")
+        out.append(f"{opt}={public_path(value)}" if eq and opt.startswith("-") else public_path(arg))
+    return shlex.join(out)
 
 
 def _e(text) -> str:
@@ -186,6 +217,7 @@ def _checks_section(result: FitResult, extra_notes, ci: str = "sandwich") -> str
     if design.report is not None:
         notes.append(design.report.summary())
     notes += [str(n) for n in result.notes] + [str(n) for n in extra_notes]
+    notes = [public_paths(n) for n in notes]
     note_html = ("<ul class=\"notes\">" + "".join(f"<li>{_e(n)}</li>" for n in notes) + "</ul>") if notes else \
         "<p>No data notes.</p>"
     rows = []
@@ -219,7 +251,7 @@ def _checks_section(result: FitResult, extra_notes, ci: str = "sandwich") -> str
 def _provenance_section(command: str | None) -> str:
     vers = versions()
     rows = [[_e(k), _e(v)] for k, v in vers.items()]
-    cmd = command or "(called from Python)"
+    cmd = public_paths(command) if command else "(called from Python)"
     return ("<h2>How this page was made</h2>"
             f"<pre><code>{_e(cmd)}</code></pre>"
             + _table([("package", "name"), ("version", "name")], rows))
