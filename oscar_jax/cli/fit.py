@@ -46,8 +46,10 @@ def add_arguments(parser, command: str):
                              "judge), elo (1000 + 173.72·logit, Arena-style table) or winrate (arena-hard's "
                              "win rate %% against the --anchor or --baseline candidate)")
     parser.add_argument("--anchor", default=None, metavar="NAME[=VALUE]",
-                        help="pin candidate NAME at VALUE (default 1000 Elo / 0 logit); the other "
-                             "candidates' intervals are recomputed for the contrast with it, so they widen")
+                        help="pin candidate NAME at VALUE (default 1000 Elo / 0 logit), e.g. "
+                             "mixtral-8x7b-instruct-v0.1=1114; 'fastchat' = FastChat's convention (that model at "
+                             "1114 when present); the other candidates' intervals are recomputed for the contrast "
+                             "with it, so they widen")
     parser.add_argument("--plots", default=None, metavar="DIR",
                         help="write forest.png, win_heatmap.png, judge_panel.png, attenuation.png to DIR "
                              "(fits J, and J+P when the model has no position term, for comparison)")
@@ -97,13 +99,19 @@ def _fit(args) -> int:
     # the numeric stack, once the data are known to be good
     from ..fit import companion_fits, fit, small_data_advice
     from ..infer.sandwich import INDEPENDENCE_NOTE
-    from ..report.leaderboard import arena_text, fastchat_table
+    from ..report.leaderboard import FASTCHAT_ANCHOR, arena_text, fastchat_csv
     from ..report.render import fill, write_tables
     from ..report.text import fit_report, header, judges_text, strong_weight_note, win_text
     from ..results.boards import as_draws, parse_anchor, prepare_board_program
 
-    anchor = parse_anchor(args.anchor)
     design = problem.design
+    anchor_note = None
+    if args.anchor is not None and args.anchor.strip().lower() == "fastchat":  # FastChat's own convention
+        name, value = FASTCHAT_ANCHOR
+        present = name in design.candidates
+        anchor_note = "FastChat's convention" + ("" if present else f"; {name} is not in the data, so no anchor")
+        args.anchor = f"{name}={value:g}" if present else None
+    anchor = parse_anchor(args.anchor)
     if anchor is not None:
         anchor = (resolve_name("anchor candidate", anchor[0], list(design.candidates)), anchor[1])
     if args.scale == "winrate":  # the baseline is the anchor: from --anchor, or an arena-hard --baseline
@@ -154,7 +162,7 @@ def _fit(args) -> int:
     elif args.format == "fastchat":
         elo = lb if args.scale == "elo" else result.leaderboard(
             wald, scale="elo", anchor=None if args.scale == "winrate" else anchor, draws=draws)
-        emit(fastchat_table(elo).to_csv(index=False))
+        emit(fastchat_csv(elo, result.effective_spec, anchor_note))
     else:
         if args.scale == "logit" and anchor is None and not draw_based:
             text = fit_report(result, ci=wald)
