@@ -231,3 +231,13 @@ def test_a_label_sits_nearest_its_own_point():
         own = names.index(t.get_text())
         dist = [np.hypot(max(box.x0 - p[0], 0, p[0] - box.x1), max(box.y0 - p[1], 0, p[1] - box.y1)) for p in pts]
         assert dist[own] <= min(dist) + 1e-6, t.get_text()
+
+
+# ------------------------------------------------------------------ §3 summary() prints what the CLI prints
+def test_fit_summary_is_the_cli_text(jp, capsys):
+    assert main(["fit", BATTLES, "--model", "j+p"]) == 0
+    cli = capsys.readouterr().out
+    summary = jp.summary()
+    assert str(summary) == repr(summary) == summary.as_text()
+    assert str(summary) in cli and "Leaderboard (95% CI" in str(summary)
+    assert "<pre>" in summary._repr_html_()

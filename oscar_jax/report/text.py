@@ -17,7 +17,7 @@ from ..results.schema import CI_LABELS
 from .leaderboard import scale_label
 from .render import TABLE_WIDTH, fill, fmt_ci, render_table, shorten, shorten_names
 
-__all__ = ["bayes_report", "bootstrap_report", "check_verdict", "data_line", "plural", "reference_line", "compare_report", "fit_repr", "fit_repr_html", "fit_report", "fmt_or",
+__all__ = ["Summary", "bayes_report", "bootstrap_report", "check_verdict", "data_line", "plural", "reference_line", "compare_report", "fit_repr", "fit_repr_html", "fit_report", "fmt_or",
            "header", "judges_text", "leaderboard_text", "strong_weight_note", "win_text"]
 
 _TOP = 5  # candidates a result's repr shows
@@ -171,6 +171,22 @@ def win_text(result, ci: str = "sandwich", max_matrix: int = 8) -> str:
 
 def fit_report(result, ci: str = "sandwich") -> str:
     return "\n\n".join([header(result, ci), leaderboard_text(result, ci), judges_text(result, ci), win_text(result, ci)])
+
+
+class Summary:
+    """What a result's ``summary()`` returns (statsmodels' convention): the command line's
+    tables for that result; ``print()`` shows them, ``as_text()`` gives the string."""
+
+    def __init__(self, text: str):
+        self.text = text
+
+    def as_text(self) -> str:
+        return self.text
+
+    __str__ = __repr__ = as_text
+
+    def _repr_html_(self) -> str:
+        return f"<pre>{html.escape(self.text)}</pre>"
 
 
 def fmt_or(value, spec: str, missing: str) -> str:
