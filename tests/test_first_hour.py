@@ -241,3 +241,36 @@ def test_fit_summary_is_the_cli_text(jp, capsys):
     assert str(summary) == repr(summary) == summary.as_text()
     assert str(summary) in cli and "Leaderboard (95% CI" in str(summary)
     assert "<pre>" in summary._repr_html_()
+
+
+# ------------------------------------------------------------------ §2 help a user can act on
+@pytest.mark.parametrize("command", ["fit", "report", "demo", "audit", "bayes", "bootstrap", "compare", "human",
+                                     "simulate"])
+def test_every_command_help_shows_examples_first(command, capsys):
+    with pytest.raises(SystemExit) as done:
+        main([command, "--help"])
+    assert done.value.code == 0
+    text = capsys.readouterr().out
+    after_usage = text[text.index("\n\n") + 2:]  # what follows argparse's usage block
+    assert after_usage.startswith("examples:")
+    examples = [line for line in after_usage.split("\n\n")[0].splitlines()[1:] if line.strip()]
+    assert len(examples) >= 2 and all(line.strip().startswith(f"oscar {command}") for line in examples)
+
+
+def test_fit_help_says_what_the_models_are_and_where_the_intervals_come_from(capsys):
+    with pytest.raises(SystemExit):
+        main(["fit", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "docs/choosing-a-model.md" in text and "plain Bradley–Terry" in text and "j (sensitivity only)" in text
+    assert "as 'oscar bootstrap'" in text and "as 'oscar bayes'" in text
+    assert "fastchat" in text and "mixtral-8x7b-instruct-v0.1=1114" in text
+
+
+def test_notes_and_help_speak_plain_words_first():
+    """No paper notation where a user reads advice: the appendix comes in brackets, after the words."""
+    from oscar_jax.cli import bootstrap, heldout, simulate
+
+    paragraphs = [heldout.DESCRIPTIONS["human"], bootstrap.DESCRIPTIONS["bootstrap"],
+                  simulate.DESCRIPTIONS["simulate"]]
+    for text in paragraphs:
+        assert "α₀" not in text and "B.3 check" not in text

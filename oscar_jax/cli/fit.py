@@ -39,8 +39,9 @@ def add_arguments(parser, command: str):
                             help="where to write the page (default report.html)")
         return
     parser.add_argument("--ci", choices=list(CI_SOURCES), default="sandwich",
-                        help="interval source: prompt-cluster sandwich (default), model-based, prompt "
-                             "bootstrap (oscar_jax.bootstrap) or posterior (oscar_jax.bayes)")
+                        help="interval source: prompt-cluster sandwich (default), model-based (assumes "
+                             "independent records), prompt bootstrap (as 'oscar bootstrap', with --replicates) or "
+                             "posterior (as 'oscar bayes'; those commands also print rank distributions)")
     parser.add_argument("--scale", choices=list(SCORE_SCALES), default="logit",
                         help="score scale: logit (default; average-judge logit, independent of the reference "
                              "judge), elo (1000 + 173.72·logit, Arena-style table) or winrate (arena-hard's "

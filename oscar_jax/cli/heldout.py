@@ -20,8 +20,9 @@ DESCRIPTIONS = {
     "human": (
         "Fits a Bradley–Terry model to the human votes (ties ½, ridge 0.05) for the human reference ranking, "
         "fits each --models model to the LLM judgments (DATA), and reports the Spearman correlation of every "
-        "ranking with the human one and the held-out human-vote log loss: scores fixed at the full-data LLM fit, "
-        "σ(α₀ + α₁(s_a − s_b)) calibrated (ridge 1e-6) on 4 of 5 prompt groups and scored on the 5th. A prompt "
+        "ranking with the human one and the held-out human-vote log loss: the scores stay those of the full-data "
+        "LLM fit, a two-number logistic calibration of score differences to human votes (an intercept and a "
+        "slope, Appendix F.3) is fitted on 4 of 5 prompt groups and scored on the 5th. A prompt "
         "bootstrap applies the same prompt counts to judgments and votes for percentile intervals and the gain "
         "of each model over the first (positive = lower loss)."
     ),
