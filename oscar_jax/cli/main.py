@@ -139,6 +139,9 @@ def main(argv=None) -> int:
     warnings.filterwarnings("ignore", category=OscarNoteWarning)  # the commands print the notes themselves
     from ..runtime.batching import compile_ahead, workers_setting
     from ..runtime.multiprocess import cli_start
+    from ..runtime.progress import compile_notices
+
+    compile_notices(True)  # a cold command says at once that it is compiling, not silent for half a minute
     from ..runtime.validate import check_output_dir
 
     try:  # output folders and settings are checked before anything is computed

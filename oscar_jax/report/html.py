@@ -202,13 +202,14 @@ def _judge_section(result: FitResult, table: pd.DataFrame, flags: dict[str, str]
         if flags:
             row.append(_e(flags.get(str(r["judge"]), "")))
         rows.append(row)
-    return (
-        "<h2>Judges</h2>"
-        "<p>κ = γ·RMS(s): how sharply a judge separates the models. D = tanh(β<sub>pos</sub>/2): net "
-        "preference for the first-shown answer (0 = none). β_len: length slope; β_fam: bonus to the "
-        "judge's own model family. A dash marks a term the model does not have or the data cannot "
-        "support for that judge.</p>" + _table(headers, rows)
-    )
+    words = ["κ = γ·RMS(s): how sharply a judge separates the models."]
+    if has_d:
+        words.append("D = tanh(β<sub>pos</sub>/2): net preference for the first-shown answer (0 = none).")
+    words += [{"beta_len": "β_len: length slope.", "beta_fam": "β_fam: bonus to the judge's own model family."}[c]
+              for c, _ in extra]
+    if has_d or extra:
+        words.append("A dash marks a term the data cannot support for that judge.")
+    return "<h2>Judges</h2>" + f"<p>{' '.join(words)}</p>" + _table(headers, rows)
 
 
 def _checks_section(result: FitResult, extra_notes, ci: str = "sandwich") -> str:
