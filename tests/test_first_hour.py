@@ -365,3 +365,26 @@ def test_html_judges_paragraph_explains_only_the_columns_shown():
     judges = page.split("<h2>Judges</h2>", 1)[1].split("</table>", 1)[0]
     assert "κ = γ·RMS(s)" in judges and "D = tanh" not in judges and "β_len" not in judges
     assert "no reference judge" in page and "reference judge claude" not in page
+
+
+def test_simulate_progress_moves_every_few_fits(monkeypatch):
+    import contextlib
+    import importlib
+
+    from oscar_jax.infer.batch_fit import PROGRESS_CHUNK
+    from oscar_jax.sweep import sweep
+
+    driver = importlib.import_module("oscar_jax.sweep.driver")
+    updates = []
+
+    class Bar:
+        def update(self, n=1):
+            updates.append(n)
+
+    @contextlib.contextmanager
+    def fake(total, desc, enabled=None, **kw):
+        yield Bar()
+
+    monkeypatch.setattr(driver, "progress", fake)
+    sweep(ns=(250,), reps=20, methods=("j",), seed=0, show_progress=True)
+    assert sum(updates) == 20 and len(updates) >= 3 and max(updates) <= PROGRESS_CHUNK
