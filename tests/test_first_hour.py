@@ -388,3 +388,15 @@ def test_simulate_progress_moves_every_few_fits(monkeypatch):
     monkeypatch.setattr(driver, "progress", fake)
     sweep(ns=(250,), reps=20, methods=("j",), seed=0, show_progress=True)
     assert sum(updates) == 20 and len(updates) >= 3 and max(updates) <= PROGRESS_CHUNK
+
+
+def test_bayes_and_bootstrap_summaries_are_the_cli_text():
+    from oscar_jax.bayes import SviSettings, fit_bayes
+    from oscar_jax.report.text import bayes_report, bootstrap_report
+
+    post = fit_bayes(BATTLES, "j", method="svi", prompt_effect=False, svi=SviSettings(steps=200), warn=False)
+    assert str(post.summary()) == bayes_report(post, post.ci_prob)
+    assert "Leaderboard (posterior mean" in str(post.summary())
+    assert {"mean", "r_hat"} <= set(post.posterior_summary().columns)  # the ArviZ table keeps its own name
+    boot = oj.bootstrap(BATTLES, "j", replicates=20, seed=0)
+    assert str(boot.summary()) == bootstrap_report(boot) and "P(best)" in str(boot.summary())
