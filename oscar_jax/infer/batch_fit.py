@@ -160,7 +160,10 @@ class BatchFit:
     def failure_summary(self) -> str:
         counts = self.failure_counts()
         parts = [f"{counts[n]} {_CHECK_LABELS[n]}" for n in REPLICATE_CHECKS if counts[n]]
-        head = f"{self.n_failed} of {self.n} fits failed a B.3 check and are excluded"
+        if not self.n_failed:
+            return f"all {self.n} replicate fits converged and passed their checks (Appendix B.3)"
+        head = (f"{self.n_failed} of {self.n} replicate fits did not converge or failed a check (Appendix B.3) "
+                "and are left out")
         return head + (": " + "; ".join(parts) if parts else "")
 
     @cached_property

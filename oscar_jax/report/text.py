@@ -17,8 +17,9 @@ from ..results.schema import CI_LABELS
 from .leaderboard import scale_label
 from .render import TABLE_WIDTH, fill, fmt_ci, render_table, shorten, shorten_names
 
-__all__ = ["Summary", "bayes_report", "bootstrap_report", "check_verdict", "data_line", "plural", "reference_line", "compare_report", "fit_repr", "fit_repr_html", "fit_report", "fmt_or",
-           "header", "judges_text", "leaderboard_text", "strong_weight_note", "win_text"]
+__all__ = ["Summary", "bayes_report", "bootstrap_report", "check_verdict", "compare_report", "data_line",
+           "fit_report", "fit_repr", "fit_repr_html", "fmt_or", "header", "judges_text", "leaderboard_text",
+           "plural", "reference_line", "strong_weight_note", "win_text"]
 
 _TOP = 5  # candidates a result's repr shows
 
@@ -200,7 +201,7 @@ def bootstrap_report(boot, scale: str = "logit", anchor=None) -> str:
     lines = [header(boot.full)]
     lines.append(fill(f"prompt bootstrap: {boot.replicates} replicates (seed {boot.seed}); point estimates are "
                       "the full-data fit, intervals are bootstrap percentiles"))
-    lines.append(boot.batch.failure_summary())
+    lines.append(fill(boot.batch.failure_summary()))
     clusters = boot.batch.failure_counts()["clusters"]
     if clusters:
         lines.append(fill(f"({clusters} replicates have fewer distinct prompts than model parameters, so a "
