@@ -400,3 +400,14 @@ def test_bayes_and_bootstrap_summaries_are_the_cli_text():
     assert {"mean", "r_hat"} <= set(post.posterior_summary().columns)  # the ArviZ table keeps its own name
     boot = oj.bootstrap(BATTLES, "j", replicates=20, seed=0)
     assert str(boot.summary()) == bootstrap_report(boot) and "P(best)" in str(boot.summary())
+
+
+def test_judge_panel_draws_no_bar_the_tables_withhold(separated, tmp_path):
+    from oscar_jax.report.plots import _shown_intervals, judge_panel
+
+    status = separated.status("sandwich")
+    assert any(status.kappa)
+    shown = _shown_intervals(separated, separated.judges(), None)
+    for k, reason in enumerate(status.kappa):
+        assert np.isnan(shown.kappa_lo[k]) == bool(reason) and np.isnan(shown.kappa_hi[k]) == bool(reason)
+    assert judge_panel(separated, tmp_path / "judges.png", j_fit=separated).exists()

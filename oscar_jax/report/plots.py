@@ -189,6 +189,20 @@ def win_heatmap(source, path, *, ci: str | None = None, names=None, lo=None, hi=
 # Judge panel
 # ---------------------------------------------------------------------------------------
 
+def _shown_intervals(result, table: pd.DataFrame, ci) -> pd.DataFrame:
+    """The judge table with every interval the result withholds (not estimable, unbounded) set to
+    NaN, so the figure draws no bar the tables call "not estimable"."""
+    status = result.status(ci or "sandwich") if hasattr(result, "status") and hasattr(result, "identification") else None
+    if status is None:
+        return table
+    table = table.copy()
+    for col, reasons in (("kappa", status.kappa), ("D", status.D)):
+        hidden = np.array([bool(r) for r in reasons])
+        if hidden.any() and f"{col}_lo" in table.columns:
+            table.loc[hidden, [f"{col}_lo", f"{col}_hi"]] = np.nan
+    return table
+
+
 def judge_panel(source, path, *, j_fit=None, ci: str | None = None, model_name: str | None = None,
                 title: str | None = None) -> Path:
     """Three panels per judge: κ under J vs the chosen model, D with CI, bias coefficients.
@@ -209,11 +223,11 @@ def judge_panel(source, path, *, j_fit=None, ci: str | None = None, model_name: 
     """
     if hasattr(source, "judges"):
         model_name = model_name or source.effective_spec.name
-        table = source.judges(ci)
+        table = _shown_intervals(source, source.judges(ci), ci)
     else:
         table = source.copy()
         model_name = model_name or "model"
-    j_table = j_fit.judges(ci) if hasattr(j_fit, "judges") else j_fit
+    j_table = _shown_intervals(j_fit, j_fit.judges(ci), ci) if hasattr(j_fit, "judges") else j_fit
     judges = shorten_names(table["judge"].astype(str), 26)
     k = len(judges)
     fig = new_figure(14.0, max(4.6, 0.3 * k + 2.6))
