@@ -99,8 +99,8 @@ def bootstrap(data, model: str | ModelSpec | None = None, replicates: int = 500,
     max_iter = check_positive_int("max_iter", max_iter)
     problem = prepare(data, model, **setup)
     design, eff = problem.design, problem.effective_spec
-    chunk = chunk_size if chunk_size is not None else min(replicates, auto_chunk_size(design, problem.layout))
-    chunk = check_positive_int("chunk_size", chunk)
+    # (None: fit_batch's default, sized so the progress count moves every few replicates)
+    chunk = None if chunk_size is None else check_positive_int("chunk_size", chunk_size)
     if full is None:
         full = fit(problem, seed=seed, ci_prob=ci_prob, max_iter=max_iter, warn=warn)
     elif full.design is not design or full.effective_spec.structure() != eff.structure():

@@ -169,7 +169,8 @@ def companion_fits(result: FitResult, *, ridge: float | None = None, seed: int =
     return companion_fit(result, "j", ridge=ridge, seed=seed), pos
 
 
-def small_data_advice(result: FitResult, *, ci: str = "sandwich", ridge: float | None = None, seed: int = 0) -> list[str]:
+def small_data_advice(result: FitResult, *, ci: str = "sandwich", ridge: float | None = None, seed: int = 0,
+                      board=None) -> list[str]:
     """Plain-language notes when the data are too small for the model asked for.
 
     A default OSCAR fit estimates a position, length and own-family coefficient per
@@ -177,10 +178,13 @@ def small_data_advice(result: FitResult, *, ci: str = "sandwich", ridge: float |
     their uncertainty flows into every candidate's interval: the board then ranks every
     model 1 and "checks: all passed" reads as if all were well. The notes say so and name
     the smaller model to try, measured rather than guessed: the smaller model is fitted on
-    the same data (:func:`companion_fit`) and the interval widths are compared.
+    the same data (:func:`companion_fit`) and the interval widths are compared. ``board`` is the
+    leaderboard the user is shown (anchored, on a scale, draw-based); the note about Rank (UB)
+    reads that one, so it never contradicts the table above it.
     """
     notes = []
     d, eff = result.design, result.effective_spec
+    shown = result.leaderboard(ci) if board is None else board
     board = result.leaderboard(ci)
     n_free = max(int(result.core.n_free), 1)
     extra = [t for t in eff.terms if t != "pos"]
@@ -198,8 +202,8 @@ def small_data_advice(result: FitResult, *, ci: str = "sandwich", ridge: float |
                 f"small data for this model: {d.n_records:,} judgments for {n_free} parameters; the per-judge "
                 f"{terms} terms are barely determined and make the intervals {ratio:.1f}× as wide as under "
                 f"--model {smaller}. Try --model {smaller}.")
-    if len(board) > 1 and (board.rank_ub == 1).all():
+    if len(shown) > 1 and (shown.rank_ub == 1).all():
         pct = f"{100 * result.ci_prob:g}%"
         notes.append(f"no candidate is separated from another at {pct}: every Rank (UB) is 1. The order of the "
-                     "point estimates is not established by these data.")
+                     "point estimates is not established by these data; more prompts narrow the intervals.")
     return notes

@@ -59,7 +59,8 @@ def load_votes(source, schema: str | None = None) -> tuple[pd.DataFrame, object]
     frame, report = load_judgments(source, schema=schema)
     n_raters = frame["judge"].nunique()
     frame["judge"] = HUMAN_JUDGE
-    report.notes.append(f"{n_raters} human rater(s) pooled into one judge {HUMAN_JUDGE!r} for the F.2 fit")
+    report.notes.append(f"{n_raters} human rater{'' if n_raters == 1 else 's'} pooled into one judge "
+                        f"{HUMAN_JUDGE!r} for the human reference ranking (Appendix F.2)")
     return frame, report
 
 

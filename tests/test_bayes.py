@@ -196,7 +196,7 @@ def test_datatree_has_named_coordinates(small_posterior):
     assert pst["z_prompt"].dims == ("chain", "draw", "prompt_contrast") and pst.sizes["prompt_contrast"] == g
     assert list(pst["candidate"].values) == list(post.design.candidates)
     assert set(post.idata.sample_stats.data_vars) >= {"diverging", "energy", "lp", "tree_depth", "n_steps"}
-    summary = post.summary()
+    summary = post.posterior_summary()
     assert {"mean", "sd", "r_hat", "ess_bulk"} <= set(summary.columns)
     assert "s[cand0]" in summary.index and "q[cand0 vs cand1]" in summary.index
 

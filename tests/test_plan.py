@@ -350,8 +350,10 @@ def test_the_table_summary(close_pair, tmp_path, capsys):
     (["--model", "j+q"], "unknown term letter"),
     (["--prompts", "/nonexistent/pool.jsonl"], "does not exist"),
 ])
-def test_bad_options_exit_2_before_the_data_are_read(option, message, capsys):
-    argv = ["plan", "/nonexistent/data.csv", "--budget", "10"] + option
+def test_bad_options_exit_2_before_the_data_are_read(option, message, tmp_path, capsys):
+    data = tmp_path / "data.csv"
+    data.write_text("not,a,judgments\nfile,at,all\n")  # reading it would fail with its own message
+    argv = ["plan", str(data), "--budget", "10"] + option
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert message in err and "data.csv" not in err

@@ -21,9 +21,17 @@ def test_the_python_example_runs_verbatim(capsys, monkeypatch, tmp_path):
     exec(compile(code, str(README), "exec"), namespace)
     out = capsys.readouterr().out
     assert "claude-3-haiku" in out and "gpt-4-turbo" in out  # the leaderboard and the judge table printed
+    # summary() prints the CLI's tables whole (intervals included), not a frame pandas truncates ...
+    assert "Leaderboard (95% CI, prompt-cluster sandwich)" in out and "..." not in out
+    assert out.count("[") > 20
+    # ... and the example ends with the bootstrap's table.
+    tail = out[out.rindex("prompt bootstrap: 100 replicates"):]
+    assert "P(best)" in tail and "Rank distribution" in tail
     strict, model = namespace["strict"], namespace["model"]
     assert strict.design.judges == ("gpt-4-turbo",) and strict.design.n_records < model.design.n_records
     assert namespace["boot"].batch.n == 100
+    assert namespace["naive"].effective_spec.name == "J" and namespace["model"].effective_spec.name == "J+P"
+    assert not namespace["naive"].effective_spec.terms and namespace["model"].effective_spec.terms == ("pos",)
 
 
 def test_the_arena_example_prints_what_the_readme_shows(capsys, monkeypatch, tmp_path):

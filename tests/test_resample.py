@@ -197,7 +197,7 @@ def test_column_selection_per_replicate_and_failed_replicates_excluded(design, f
     assert not batch.checks["connected"][5] and not batch.valid[5]
     assert batch.valid[:5].all() and batch.n_failed == 1
     assert batch.failure_counts()["connected"] == 1
-    assert "1 of 6 fits failed" in batch.failure_summary()
+    assert "1 of 6 replicate fits did not converge or failed a check" in batch.failure_summary()
     boot = BootstrapResult(full=full, batch=batch, seed=9)
     assert boot.failed == 1 and boot.replicates == 6
     lb = boot.leaderboard().set_index("candidate")

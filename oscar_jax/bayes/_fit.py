@@ -190,7 +190,9 @@ def fit_bayes(data, model: str | ModelSpec | None = None, *, prompt_effect: bool
     mask = np.asarray(column_mask(design.arrays, design.arrays.stats, layout))
     fixed = int((mask == 0).sum())
     if fixed:
-        notes.append(f"{fixed} coefficient(s) not supported by the design (B.2) are held at 0, not sampled")
+        notes.append(f"{fixed} judge coefficient(s) held at 0, not sampled: the data cannot tell them apart from the "
+                     "others (Appendix B.2); the judge table shows them as –, and they need records where that "
+                     "judge's bias varies")
     if not kind:
         share = shared_prompt_share(design)
         cost = (f" — {share:.0%} of the records share a prompt, so they are too narrow here (on MT-Bench about "

@@ -194,7 +194,7 @@ def save_result(result, out_dir, *, ci_prob: float, plots: bool = True) -> list[
         "win_prob": result.win_matrix(ci_prob=ci_prob),
         "rank_distribution": result.rank_distribution(),
         "judge_comparisons": result.judge_comparisons(),
-        "summary": result.summary(ci_prob=ci_prob).reset_index().rename(columns={"index": "variable"}),
+        "summary": result.posterior_summary(ci_prob=ci_prob).reset_index().rename(columns={"index": "variable"}),
     }
     written = write_tables(out, tables, result.to_dict(ci_prob=ci_prob))
     written.append(save_idata(result.idata, out / "posterior.nc"))

@@ -340,12 +340,15 @@ class BayesResult:
         return table("judge_pairs", {"judge_a": [names[x] for x in i], "judge_b": [names[x] for x in j],
                                      "p_kappa_greater": p[i, j], "p_kappa_greater_mcse": self._mcse(greater)[i, j]})
 
-    def summary(self, var_names=None, ci_prob: float | None = None) -> pd.DataFrame:
-        """``arviz_stats.summary`` (mean, sd, interval, ESS, R-hat, MCSE) of posterior variables.
+    def summary(self, ci_prob: float | None = None, scale: str = "logit", anchor=None):
+        """The tables ``oscar bayes`` prints; ``print(post.summary())`` shows them."""
+        from ..report.text import Summary, bayes_report
 
-        Default variables: the sampled ``theta`` (and σ_u), ``s``, ``q``, ``q_field`` and
-        ``kappa`` (none of which holds constants, whose R-hat is undefined).
-        """
+        return Summary(bayes_report(self, self.interval_request(ci_prob=ci_prob)[1], scale, anchor))
+
+    def posterior_summary(self, var_names=None, ci_prob: float | None = None) -> pd.DataFrame:
+        """``arviz_stats.summary`` (mean, sd, interval, ESS, R-hat, MCSE) of ``theta`` (and σ_u),
+        ``s``, ``q``, ``q_field``, ``kappa`` by default (no constants: their R-hat is undefined)."""
         prob = self.interval_request(ci_prob=ci_prob)[1]
         if var_names is None:
             var_names = [n for n in ("theta", "sigma_prompt", "s", "q", "q_field", "kappa") if n in self.idata.posterior]

@@ -74,7 +74,8 @@ def run(args) -> int:
     from ..report.text import bayes_report
 
     effect = False if args.no_prompt_effect else args.prompt_effect
-    result = fit_bayes(problem, prompt_effect=effect, chains=args.chains,
+    # warn=False: the report below prints every caveat and diagnostic once, on stdout.
+    result = fit_bayes(problem, prompt_effect=effect, warn=False, chains=args.chains,
                        warmup=args.warmup, draws=args.draws, seed=args.seed, target_accept=args.target_accept,
                        ci_prob=args.ci_prob, ci_kind=args.ci_kind, method=args.method, svi=_svi_settings(args))
     if args.out:

@@ -11,7 +11,8 @@ DESCRIPTIONS = {
         "Refits the model on prompt-bootstrap replicates (prompts resampled with replacement, as multinomial "
         "prompt weights, all replicates in one compiled batch, each started one Newton step from the full-data "
         "fit) and reports percentile intervals around the full-data estimates, P(best) and the rank distribution of every "
-        "candidate. Replicates that fail a B.3 check are counted and excluded."
+        "candidate. Replicates whose fit did not converge or was not identified (Appendix B.3) are counted and "
+        "left out."
     ),
 }
 

@@ -8,7 +8,10 @@ from pathlib import Path
 
 from ..runtime.validate import SCHEMA_NAMES, OscarInputError
 
-MODELS_HELP = "j, j+p, j+l, j+f, bt+plf, davidson+plf, oscar (or e.g. j+p+l, oscar+c)"
+MODELS_HELP = ("oscar (a sensitivity per judge + position, length and own-family biases), j (sensitivity only), "
+               "j+p / j+l / j+f (+ one bias: position, length, family), bt (plain Bradley–Terry), bt+plf (one "
+               "shared sensitivity + the three biases), davidson+plf (same, ties modelled); combine letters, e.g. "
+               "j+p+l; which to choose: docs/choosing-a-model.md")
 
 
 def add_data_arguments(parser, *, model: bool = False):

@@ -22,6 +22,11 @@ def add_arguments(parser, command: str):
 
 
 def run(args) -> int:
+    from ..runtime.progress import announce_now
+
+    # Before the numeric stack loads (a second or two) and anything compiles: say what is coming.
+    announce_now(f"demo: simulating {5 * args.n_prompts:,} judgments from the paper's design (seed {args.seed}), "
+                 "then fitting J and OSCAR …")
     import numpy as np
     import pandas as pd
 

@@ -7,7 +7,6 @@ self-contained HTML page to share.
 
 from __future__ import annotations
 
-import shlex
 import sys
 
 from ..runtime.validate import CI_SOURCES, SCORE_SCALES, OscarInputError, check_ci_prob, check_positive_int, resolve_name
@@ -39,15 +38,18 @@ def add_arguments(parser, command: str):
                             help="where to write the page (default report.html)")
         return
     parser.add_argument("--ci", choices=list(CI_SOURCES), default="sandwich",
-                        help="interval source: prompt-cluster sandwich (default), model-based, prompt "
-                             "bootstrap (oscar_jax.bootstrap) or posterior (oscar_jax.bayes)")
+                        help="interval source: prompt-cluster sandwich (default), model-based (assumes "
+                             "independent records), prompt bootstrap (as 'oscar bootstrap', with --replicates) or "
+                             "posterior (as 'oscar bayes'; those commands also print rank distributions)")
     parser.add_argument("--scale", choices=list(SCORE_SCALES), default="logit",
                         help="score scale: logit (default; average-judge logit, independent of the reference "
                              "judge), elo (1000 + 173.72·logit, Arena-style table) or winrate (arena-hard's "
                              "win rate %% against the --anchor or --baseline candidate)")
     parser.add_argument("--anchor", default=None, metavar="NAME[=VALUE]",
-                        help="pin candidate NAME at VALUE (default 1000 Elo / 0 logit); the other "
-                             "candidates' intervals are recomputed for the contrast with it, so they widen")
+                        help="pin candidate NAME at VALUE (default 1000 Elo / 0 logit), e.g. "
+                             "mixtral-8x7b-instruct-v0.1=1114; 'fastchat' = FastChat's convention (that model at "
+                             "1114 when present); the other candidates' intervals are recomputed for the contrast "
+                             "with it, so they widen")
     parser.add_argument("--plots", default=None, metavar="DIR",
                         help="write forest.png, win_heatmap.png, judge_panel.png, attenuation.png to DIR "
                              "(fits J, and J+P when the model has no position term, for comparison)")
@@ -97,13 +99,19 @@ def _fit(args) -> int:
     # the numeric stack, once the data are known to be good
     from ..fit import companion_fits, fit, small_data_advice
     from ..infer.sandwich import INDEPENDENCE_NOTE
-    from ..report.leaderboard import arena_text, fastchat_table
+    from ..report.leaderboard import FASTCHAT_ANCHOR, arena_text, fastchat_csv
     from ..report.render import fill, write_tables
     from ..report.text import fit_report, header, judges_text, strong_weight_note, win_text
     from ..results.boards import as_draws, parse_anchor, prepare_board_program
 
-    anchor = parse_anchor(args.anchor)
     design = problem.design
+    anchor_note = None
+    if args.anchor is not None and args.anchor.strip().lower() == "fastchat":  # FastChat's own convention
+        name, value = FASTCHAT_ANCHOR
+        present = name in design.candidates
+        anchor_note = "FastChat's convention" + ("" if present else f"; {name} is not in the data, so no anchor")
+        args.anchor = f"{name}={value:g}" if present else None
+    anchor = parse_anchor(args.anchor)
     if anchor is not None:
         anchor = (resolve_name("anchor candidate", anchor[0], list(design.candidates)), anchor[1])
     if args.scale == "winrate":  # the baseline is the anchor: from --anchor, or an arena-hard --baseline
@@ -125,7 +133,7 @@ def _fit(args) -> int:
                         "; the judge and win-probability tables below are prompt-cluster sandwich"))
         if draws.n_failed:
             notes.append(f"{draws.n_failed} {args.ci} draws failed their checks and were left out")
-    notes += small_data_advice(result, ci=wald, ridge=args.ridge, seed=args.seed)
+    notes += small_data_advice(result, ci=wald, ridge=args.ridge, seed=args.seed, board=lb)
     if strong_weight_note(args.strong_weight):
         notes.append(strong_weight_note(args.strong_weight))
     payload["data"] = _data_summary(design)
@@ -154,7 +162,7 @@ def _fit(args) -> int:
     elif args.format == "fastchat":
         elo = lb if args.scale == "elo" else result.leaderboard(
             wald, scale="elo", anchor=None if args.scale == "winrate" else anchor, draws=draws)
-        emit(fastchat_table(elo).to_csv(index=False))
+        emit(fastchat_csv(elo, result.effective_spec, anchor_note))
     else:
         if args.scale == "logit" and anchor is None and not draw_based:
             text = fit_report(result, ci=wald)
@@ -175,10 +183,13 @@ def _fit(args) -> int:
 
 
 def _command_line(args) -> str:
+    """The command as the page shows it: paths relative to the working folder, never absolute."""
+    from ..report.html import public_command
+
     argv = getattr(args, "_argv", None)
     if argv is None:
         argv = sys.argv[1:]
-    return shlex.join(["oscar", *map(str, argv)])
+    return public_command(["oscar", *map(str, argv)])
 
 
 def _report(args) -> int:

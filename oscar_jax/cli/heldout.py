@@ -20,8 +20,9 @@ DESCRIPTIONS = {
     "human": (
         "Fits a Bradley–Terry model to the human votes (ties ½, ridge 0.05) for the human reference ranking, "
         "fits each --models model to the LLM judgments (DATA), and reports the Spearman correlation of every "
-        "ranking with the human one and the held-out human-vote log loss: scores fixed at the full-data LLM fit, "
-        "σ(α₀ + α₁(s_a − s_b)) calibrated (ridge 1e-6) on 4 of 5 prompt groups and scored on the 5th. A prompt "
+        "ranking with the human one and the held-out human-vote log loss: the scores stay those of the full-data "
+        "LLM fit, a two-number logistic calibration of score differences to human votes (an intercept and a "
+        "slope, Appendix F.3) is fitted on 4 of 5 prompt groups and scored on the 5th. A prompt "
         "bootstrap applies the same prompt counts to judgments and votes for percentile intervals and the gain "
         "of each model over the first (positive = lower loss)."
     ),
@@ -94,7 +95,7 @@ def human_text(res) -> str:
     pct = int(round(100 * res.ci_prob))
     hum = res.human.assign(score=res.human.human_score)
     lines = [f"human reference: Bradley–Terry fit of {res.n_votes} votes on {res.n_prompts} prompts "
-             "(one rater, ties ½, ridge 0.05)",
+             "(every human rater pooled as one judge; ties ½, ridge 0.05)",
              render_table(hum, [("human_rank", "rank", "d"), ("candidate", "candidate", ""), ("score", "score", ".3f")],
                           name_col="candidate"), ""]
     tab = res.table()

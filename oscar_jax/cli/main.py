@@ -19,7 +19,7 @@ import warnings
 from .. import __version__  # (importing oscar_jax configured float64 and the persistent compile cache)
 from ..runtime.validate import OscarInputError, OscarNoteWarning
 
-__all__ = ["COMMANDS", "build_parser", "main"]
+__all__ = ["COMMANDS", "EXAMPLES", "build_parser", "main"]
 
 # name → what it does (the one line of `oscar --help`)
 COMMANDS = {
@@ -34,6 +34,44 @@ COMMANDS = {
     "simulate": "run the paper's simulation study (Section 7): RMSE, coverage and ranking recovery against N",
     "plan": "choose the next batch of judgments to buy (pairs, orders, judges) for a target: top-1, ranking, pairs",
 }
+
+
+# command → examples, shown first in `oscar COMMAND --help` (DATA: any judgments file; the
+# package ships one: oscar_jax/io/examples/arena_battles.csv).
+EXAMPLES = {
+    "fit": ["oscar fit battles.csv                                  # OSCAR, prompt-cluster intervals",
+            "oscar fit battles.csv --model j+p --scale elo          # Arena-style Elo board",
+            "oscar fit battles.csv --format fastchat --anchor fastchat > leaderboard.csv"],
+    "demo": ["oscar demo                                             # simulated data, no download",
+             "oscar demo --n-prompts 500 --seed 1                    # smaller and faster"],
+    "audit": ['oscar audit audit.csv --attribute advertiser --reference "Retailer A"',
+              'oscar audit audit.csv --attribute advertiser --reference "Retailer A" --no-bayes --out audit/'],
+    "bayes": ["oscar bayes battles.csv --model j+p --seed 0             # NUTS, 4 chains",
+              "oscar bayes battles.csv --method svi --no-prompt-effect  # fast approximation"],
+    "bootstrap": ["oscar bootstrap battles.csv --replicates 500 --seed 0",
+                  "oscar bootstrap battles.csv --model j+p --scale elo --replicates 200 --processes 2"],
+    "compare": ["oscar compare battles.csv --models j,j+p,oscar --folds 3 --seed 0",
+                "oscar compare battles.csv --models j,j+p --paired-bootstrap 200"],
+    "human": ["oscar human judgments.jsonl --votes human_judgments.jsonl",
+              "oscar human judgments.jsonl --votes human_judgments.jsonl --models j,j+p --responses model_answer/"],
+    "report": ["oscar report battles.csv -o report.html",
+               "oscar report battles.csv --model j+p -o board.html"],
+    "simulate": ["oscar simulate --n 1000,2500 --reps 20 --methods j,oscar --seed 0",
+                 "oscar simulate --n 1000,2500,5000,10000 --reps 100 --seed 0 --out sim/"],
+    "plan": ["oscar plan battles.csv --budget 2000 --target top1 --out next.csv   # which judgments to buy",
+             "oscar plan battles.csv --budget 500 --target pairs:gpt-4,claude-v1 --judges gpt-4-turbo=10 --out next.csv",
+             "oscar plan battles.csv --budget 1000 --target ranking --prompts pool.jsonl --out next.csv"],
+}
+
+
+def _description(name: str, paragraph: str) -> str:
+    """Examples first, then the command's paragraph wrapped to the terminal (argparse keeps it as is)."""
+    import shutil
+    import textwrap
+
+    width = min(shutil.get_terminal_size((100, 24)).columns, 100) - 2
+    lines = ["examples:"] + [f"  {e}" for e in EXAMPLES[name]] + [""]
+    return "\n".join(lines) + "\n" + textwrap.fill(paragraph, width)
 
 
 def _command(name: str):
@@ -62,8 +100,11 @@ def _command(name: str):
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The ``oscar`` parser, with the arguments of ``command`` (None: of no command)."""
     parser = argparse.ArgumentParser(
-        prog="oscar",
+        prog="oscar", formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Judge-aware ranking of language models from LLM-judge comparisons (OSCAR).",
+        epilog="examples:\n  oscar demo\n  oscar fit oscar_jax/io/examples/arena_battles.csv --model j+p --scale elo\n"
+               "  oscar report battles.csv -o report.html\n\n'oscar COMMAND --help' shows a command's options and "
+               "examples.",
     )
     parser.add_argument("--version", action="version", version=f"oscar_jax {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -72,7 +113,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
             sub.add_parser(name, help=summary)
             continue
         module = _command(name)
-        p = sub.add_parser(name, help=summary, description=module.DESCRIPTIONS[name])
+        p = sub.add_parser(name, help=summary, description=_description(name, module.DESCRIPTIONS[name]),
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
         module.add_arguments(p, name)
         if "--wide" not in p._option_string_actions:
             p.add_argument("--wide", action="store_true",
@@ -103,6 +145,9 @@ def main(argv=None) -> int:
     warnings.filterwarnings("ignore", category=OscarNoteWarning)  # the commands print the notes themselves
     from ..runtime.batching import compile_ahead, workers_setting
     from ..runtime.multiprocess import cli_start
+    from ..runtime.progress import compile_notices
+
+    compile_notices(True)  # a cold command says at once that it is compiling, not silent for half a minute
     from ..runtime.validate import check_output_dir, data_file_suffix
 
     try:  # the data path, output folders and settings are checked before anything loads or is computed

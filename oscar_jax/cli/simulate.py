@@ -16,7 +16,7 @@ DESCRIPTIONS = {
         "method to all replicates of a setting in one compiled batch, and reports per setting and method "
         "the q RMSE, κ RMSE, Kendall τ_b, top-1 recovery and 95% coverage of q (prompt-cluster and "
         "model-based), with Monte Carlo SEs and t intervals, plus paired method differences (G.3). "
-        "Replicates whose fit fails an Appendix B.3 check are counted and left out."
+        "Replicates whose fit did not converge or was not identified (Appendix B.3) are counted and left out."
     ),
 }
 
@@ -112,7 +112,7 @@ def run(args) -> int:
         jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
     import pandas as pd
 
-    from ..report.render import render_table, write_tables
+    from ..report.render import fill, render_table, write_tables
     from ..sweep import DEFAULT_METHODS, DEFAULT_NS, sweep
 
     ns = list(DEFAULT_NS) if args.n is None else _numbers(args.n, "--n", int)
@@ -138,7 +138,8 @@ def run(args) -> int:
     if n_failed:
         bad = failures[failures.n_failed > 0]
         detail = "; ".join(f"N={r.n} c={r.c:g} ρ={r.rho:g} {r.method}: {r.n_failed}" for r in bad.itertuples())
-        print(f"warning: {n_failed} fit(s) failed a B.3 check and were left out ({detail})", file=sys.stderr)
+        print(f"warning: {n_failed} fit(s) did not converge or were not identified (Appendix B.3) and were left out "
+              f"({detail}); more prompts per setting (--n) make this rarer", file=sys.stderr)
     if args.format == "json":
         emit_json(table.to_dict(orient="records"))
     elif args.format == "csv":
@@ -153,8 +154,9 @@ def run(args) -> int:
                                   ("coverage_model", "cov MB", ".3f")]))
         for d in diffs:
             emit("")
-            emit(f"paired differences {d.a.iloc[0]} − {d.b.iloc[0]} over replicates where both passed B.3 "
-                 f"({args.level:.0%} Monte Carlo interval)")
+            emit(fill(f"paired differences {d.a.iloc[0]} − {d.b.iloc[0]} over replicates where both fits passed "
+                      f"their checks ({args.level:.0%} Monte Carlo interval; top-1: Newcombe's interval for paired "
+                      "proportions)"))
             emit(render_table(d, [("n", "N", "d"), ("c", "c", "g"), ("rho", "ρ", "g"), ("metric", "metric", ""),
                                   ("n_pairs", "pairs", "d"), ("diff", "diff", "+.4f"), ("mcse", "MC SE", ".4f"),
                                   ("lo", "lo", "+.4f"), ("hi", "hi", "+.4f")]))

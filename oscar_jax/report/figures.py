@@ -73,6 +73,21 @@ def _overlaps(box: Bbox, others) -> bool:
     return any(box.x0 < o.x1 and o.x0 < box.x1 and box.y0 < o.y1 and o.y0 < box.y1 for o in others)
 
 
+def _nearest(box, pts) -> int:
+    """Index of the point nearest to ``box`` (a label must sit closest to its own point, never
+    between two points where a reader would pair it with the wrong one)."""
+    best, where = np.inf, -1
+    for i, p in enumerate(pts):
+        if p is None:
+            continue
+        dx = max(box.x0 - p[0], 0.0, p[0] - box.x1)
+        dy = max(box.y0 - p[1], 0.0, p[1] - box.y1)
+        dist = float(np.hypot(dx, dy))
+        if dist < best - 1e-9:
+            best, where = dist, i
+    return where
+
+
 def place_labels(ax, xs, ys, names, *, fontsize: float = 7.0, marker_px: float = 4.0, pad: float = 3.0,
                  avoid=()) -> list[str]:
     """Label the points (xs, ys) of ``ax`` without overlaps; return the names left out.
@@ -108,7 +123,7 @@ def place_labels(ax, xs, ys, names, *, fontsize: float = 7.0, marker_px: float =
                                    fontsize=fontsize, ha=_ALIGN[dx], va=_VALIGN[dy], annotation_clip=False)
                 box = text.get_window_extent(renderer)
                 inside = frame.x0 <= box.x0 and box.x1 <= frame.x1 and frame.y0 <= box.y0 and box.y1 <= frame.y1
-                if inside and not _overlaps(box, blocked):
+                if inside and not _overlaps(box, blocked) and _nearest(box, pts) == k:
                     placed = box
                     break
                 text.remove()

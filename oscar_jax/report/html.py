@@ -13,7 +13,9 @@ from __future__ import annotations
 import base64
 import datetime as _dt
 import html
+import os
 import platform
+import re
 import tempfile
 from pathlib import Path
 
@@ -24,8 +26,9 @@ from ..fit import companion_fits
 from ..results.boards import ELO_BASE, ELO_SLOPE
 from ..results.fit import FitResult
 from ..results.schema import CI_LABELS
+from .text import check_verdict, data_line, reference_line
 
-__all__ = ["report_html", "versions", "write_report"]
+__all__ = ["public_command", "public_path", "public_paths", "report_html", "versions", "write_report"]
 
 _CSS = """
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:2rem auto;max-width:1100px;
@@ -46,6 +49,35 @@ pre{background:#f6f8fa;padding:.7rem;overflow-x:auto;font-size:.85rem}
 ul.notes li{margin:.2rem 0}
 footer{margin-top:3rem;color:#777;font-size:.8rem}
 """
+
+
+_ABS_PATH = re.compile(r"(?<![\w.~:/-])/(?:[\w.+@~-]+/)+[\w.+@~-]*")
+
+
+def public_path(path) -> str:
+    """A path as a published page may show it: relative to the working folder when inside it,
+    else only its file name; never the machine's absolute directories."""
+    text = str(path)
+    if not os.path.isabs(text):
+        return text
+    rel = os.path.relpath(text, os.getcwd())
+    return rel if not rel.startswith("..") else (Path(text).name or text)
+
+
+def public_paths(text: str) -> str:
+    """``text`` with every absolute path in it shown as :func:`public_path` shows it."""
+    return _ABS_PATH.sub(lambda m: public_path(m.group()), str(text))
+
+
+def public_command(argv) -> str:
+    """A command line to publish: each path argument (``PATH`` or ``--opt=PATH``) as :func:`public_path`."""
+    import shlex
+
+    out = []
+    for arg in map(str, argv):
+        opt, eq, value = arg.partition("=")
+        out.append(f"{opt}={public_path(value)}" if eq and opt.startswith("-") else public_path(arg))
+    return shlex.join(out)
 
 
 def _e(text) -> str:
@@ -170,21 +202,23 @@ def _judge_section(result: FitResult, table: pd.DataFrame, flags: dict[str, str]
         if flags:
             row.append(_e(flags.get(str(r["judge"]), "")))
         rows.append(row)
-    return (
-        "<h2>Judges</h2>"
-        "<p>κ = γ·RMS(s): how sharply a judge separates the models. D = tanh(β<sub>pos</sub>/2): net "
-        "preference for the first-shown answer (0 = none). β_len: length slope; β_fam: bonus to the "
-        "judge's own model family. A dash marks a term the model does not have or the data cannot "
-        "support for that judge.</p>" + _table(headers, rows)
-    )
+    words = ["κ = γ·RMS(s): how sharply a judge separates the models."]
+    if has_d:
+        words.append("D = tanh(β<sub>pos</sub>/2): net preference for the first-shown answer (0 = none).")
+    words += [{"beta_len": "β_len: length slope.", "beta_fam": "β_fam: bonus to the judge's own model family."}[c]
+              for c, _ in extra]
+    if has_d or extra:
+        words.append("A dash marks a term the data cannot support for that judge.")
+    return "<h2>Judges</h2>" + f"<p>{' '.join(words)}</p>" + _table(headers, rows)
 
 
-def _checks_section(result: FitResult, extra_notes) -> str:
+def _checks_section(result: FitResult, extra_notes, ci: str = "sandwich") -> str:
     design = result.design
     notes = []
     if design.report is not None:
         notes.append(design.report.summary())
     notes += [str(n) for n in result.notes] + [str(n) for n in extra_notes]
+    notes = [public_paths(n) for n in notes]
     note_html = ("<ul class=\"notes\">" + "".join(f"<li>{_e(n)}</li>" for n in notes) + "</ul>") if notes else \
         "<p>No data notes.</p>"
     rows = []
@@ -200,17 +234,25 @@ def _checks_section(result: FitResult, extra_notes) -> str:
         mark = '<span class="ok">passed</span>' if ok else '<span class="bad">FAILED</span>'
         rows.append([_e(name.replace("_", " ")), mark, _e(detail)])
     failed = result.failed_checks()
-    verdict = ('<p class="ok">All checks passed.</p>' if not failed else
-               "<ul class=\"notes\">" + "".join(f'<li class="bad">{_e(f)}</li>' for f in failed) + "</ul>")
+    said = check_verdict(result, ci)  # the CLI's words for the same checks
+    ident = result.identification_check(ci)
+    if said == "all passed":
+        verdict = '<p class="ok">All checks passed.</p>'
+    else:
+        items = [f'<li class="bad">{_e(f)}</li>' for f in failed]
+        items += [f'<li class="bad">{_e(m)}</li>' for m in ident["messages"]]
+        said = said.replace("(! below)", "(flagged rows are marked in the tables above)")
+        verdict = f'<p class="bad">Checks: {_e(said)}.</p><ul class="notes">' + "".join(items) + "</ul>"
     return ("<h2>Data notes and checks</h2>" + note_html
-            + "<p>Fit checks (the paper's Appendix B.3):</p>" + verdict
+            + "<p>Fit checks (optimizer converged, curvature positive, every quantity identified; the paper's "
+              "Appendix B.3):</p>" + verdict
             + _table([("check", "name"), ("result", "name"), ("details", "name")], rows))
 
 
 def _provenance_section(command: str | None) -> str:
     vers = versions()
     rows = [[_e(k), _e(v)] for k, v in vers.items()]
-    cmd = command or "(called from Python)"
+    cmd = public_paths(command) if command else "(called from Python)"
     return ("<h2>How this page was made</h2>"
             f"<pre><code>{_e(cmd)}</code></pre>"
             + _table([("package", "name"), ("version", "name")], rows))
@@ -250,8 +292,7 @@ def report_html(result: FitResult, *, ci: str = "sandwich", j_fit: FitResult | N
     d = result.design
     title = title or f"OSCAR leaderboard: {Path(d.report.source).name if d.report is not None else 'data'}"
     when = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    summary = (f"{result.effective_spec.name} model · {d.n_records:,} judgments · {d.n_clusters:,} prompts · "
-               f"{d.n_cand} models · {d.n_judge} judges · reference judge {d.judges[d.reference]}")
+    summary = f"{data_line(d, result.effective_spec.name + ' model')} · {reference_line(result, 200)}"
     parts = [f"<h1>{_e(title)}</h1>", f'<p class="sub">{_e(summary)}</p>']
     parts.append(_leaderboard_section(result, elo, logit, _flags(logit, "candidate")))
     parts.append(_figure(_png(forest_plot, elo), "forest plot of the scores",
@@ -273,7 +314,7 @@ def report_html(result: FitResult, *, ci: str = "sandwich", j_fit: FitResult | N
                              "(the paper's Eq. 5, Fig. 1(c))."))
     else:
         parts.append("<p>Not available: the data do not support a position term.</p>")
-    parts.append(_checks_section(result, notes))
+    parts.append(_checks_section(result, notes, ci))
     parts.append(_provenance_section(command))
     parts.append(f"<footer>Generated {when} by oscar_jax.</footer>")
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"

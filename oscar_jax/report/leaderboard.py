@@ -15,7 +15,8 @@ from ..results.schema import CI_LABELS
 from ..runtime.validate import OscarInputError
 from .render import render_table, shorten
 
-__all__ = ["ARENA_COLUMNS", "arena_leaderboard", "arena_text", "fastchat_table", "fmt_pm", "scale_label"]
+__all__ = ["ARENA_COLUMNS", "FASTCHAT_ANCHOR", "arena_leaderboard", "arena_text", "fastchat_csv", "fastchat_table",
+           "fmt_pm", "scale_label"]
 
 ARENA_COLUMNS = ("rank_ub", "rank", "candidate", "score", "score_lo", "score_hi", "votes", "se_logit", "interval")
 _DRAW_SOURCES = ("bootstrap", "bayes")
@@ -119,21 +120,72 @@ def arena_text(table: pd.DataFrame, *, title: str | None = None, width: int | No
     return title + "\n" + render_table(shown, cols, width=width, name_col="candidate")
 
 
+# FastChat's elo_analysis shifts its ratings so that this model sits at this value when present.
+FASTCHAT_ANCHOR = ("mixtral-8x7b-instruct-v0.1", 1114.0)
+
+
 def fastchat_table(board: pd.DataFrame) -> pd.DataFrame:
     """FastChat's ``leaderboard_table_df`` from an Elo board: rating, its interval, battles and Rank (UB).
 
     ``variance`` is the delta-method variance of the rating (NaN for draw-based
-    intervals, which have no single variance); ``final_ranking`` is Rank (UB).
+    intervals, which have no single variance); ``final_ranking`` is Rank (UB); ``flag``
+    (after FastChat's columns) says why a rating has no interval ("unbounded", "not
+    estimable"; empty otherwise), and such a row's interval and variance are left empty.
     """
     if board.attrs.get("scale") != "elo":
         raise OscarInputError("fastchat_table needs a board on the Elo scale: result.leaderboard(scale='elo')")
     se = board["se_logit"] if "se_logit" in board.columns else np.full(len(board), np.nan)
+    status = (board["interval"].where(board["interval"] != "ok", "") if "interval" in board.columns
+              else pd.Series([""] * len(board), index=board.index))
+    flagged = (status != "").to_numpy()
+    hide = lambda col: np.where(flagged, np.nan, np.asarray(col, dtype=float))  # noqa: E731
     return pd.DataFrame({
         "model": board["candidate"],
         "rating": board["score"],
-        "variance": (ELO_SLOPE * se) ** 2,
-        "rating_q975": board["score_hi"],
-        "rating_q025": board["score_lo"],
+        "variance": hide((ELO_SLOPE * se) ** 2),
+        "rating_q975": hide(board["score_hi"]),
+        "rating_q025": hide(board["score_lo"]),
         "num_battles": board["votes"].astype(int),
         "final_ranking": board["rank_ub"].astype(int),
+        "flag": status.to_numpy(),
     })
+
+
+def _model_words(spec) -> str:
+    """What a model spec fits, in words, and whether that is FastChat's plain Bradley–Terry."""
+    terms = {"pos": "position", "len": "length", "fam": "own-family", "cov": "covariate"}
+    parts = (["per-judge sensitivity"] if spec.learn_gamma else [])
+    if spec.terms:
+        parts.append("/".join(terms.get(t, t) for t in spec.terms) + " bias terms per judge")
+    if spec.ties == "davidson":
+        parts.append("Davidson ties")
+    if not parts:
+        return f"model {spec.name}: plain Bradley–Terry, as FastChat's (ties count ½)"
+    return f"model {spec.name}: Bradley–Terry with {', '.join(parts)}; not FastChat's plain Bradley–Terry"
+
+
+def fastchat_csv(board: pd.DataFrame, spec, anchor_note: str | None = None) -> str:
+    """:func:`fastchat_table` as CSV under ``#`` lines saying which model, scale, anchor and
+    interval method produced the numbers (read it with ``pandas.read_csv(path, comment="#")``)."""
+    table = fastchat_table(board)
+    attrs = board.attrs
+    pct = f"{100 * attrs.get('ci_prob', 0.95):g}%"
+    source = CI_LABELS.get(attrs.get("ci", "sandwich"), attrs.get("ci", ""))
+    draws = attrs.get("n_draws")
+    anchor = attrs.get("anchor")
+    where = (f"{anchor} pinned at {attrs['anchor_value']:g} (intervals are for the contrast with it)" if anchor
+             else "none: the ratings average 1000")
+    lines = [
+        f"oscar_jax leaderboard in FastChat's leaderboard_table_df columns; {_model_words(spec)}",
+        f"rating: Elo = {ELO_BASE:g} + {ELO_SLOPE:.2f}·(average-judge logit); anchor: {where}"
+        + (f" ({anchor_note})" if anchor_note else ""),
+        f"rating_q025, rating_q975: {pct} interval, " + (f"percentiles of {draws} {source} draws" if draws
+                                                        else f"{source} (Wald)"),
+        "variance: " + ("empty: percentile intervals have no single variance" if draws else
+                        f"(173.72·SE)², the {source} delta-method variance of the rating, not a bootstrap's"),
+        "final_ranking: Rank (UB) = 1 + the number of models whose lower bound exceeds this one's upper bound",
+        "flag: why a rating has no interval (unbounded: separated; not estimable); empty when it has one",
+        "read with pandas.read_csv(path, comment='#')",
+    ]
+    shown = table.round({"rating": 2, "variance": 2, "rating_q975": 2, "rating_q025": 2})
+    return "".join(f"# {line}\n" for line in lines) + shown.to_csv(index=False)

@@ -108,7 +108,7 @@ def _matrix_from_long(long: pd.DataFrame, names):
 
 
 def win_heatmap(source, path, *, ci: str | None = None, names=None, lo=None, hi=None,
-                title: str | None = None, show_ci: bool | None = None) -> Path:
+                title: str | None = None, show_ci: bool | None = None, level: float | None = None) -> Path:
     """P(row beats column) for every pair, with its interval printed in each cell.
 
     Parameters
@@ -122,12 +122,16 @@ def win_heatmap(source, path, *, ci: str | None = None, names=None, lo=None, hi=
     show_ci
         Print ``[lo, hi]`` under each q; default: when C ≤ 10 (the text would not fit
         in larger cells at the default size).
+    level
+        The intervals' level, named in the default title when the cells show them (a
+        result's own ``ci_prob`` by default). The title never promises intervals the
+        cells do not show.
     """
     if hasattr(source, "win_matrix"):
         order = np.argsort(-np.asarray(source.scores), kind="mergesort")
         names = [source.design.candidates[i] for i in order]
         q, lo, hi = _matrix_from_long(source.win_matrix(ci), names)
-        title = title or f"P(row beats column), {100 * source.ci_prob:g}% intervals" + (f" ({ci})" if ci else "")
+        level = source.ci_prob if level is None else level
     elif isinstance(source, pd.DataFrame):
         if names is None:
             names = list(dict.fromkeys(list(source["a"]) + list(source["b"])))
@@ -169,13 +173,35 @@ def win_heatmap(source, path, *, ci: str | None = None, names=None, lo=None, hi=
             ax.text(j, i, text, ha="center", va="center", fontsize=size, color=colour)
     bar = fig.colorbar(image, ax=ax, shrink=0.8)
     bar.set_label("P(row beats column)")
-    ax.set_title(title or "P(row beats column)", fontsize=10)
+    if title is None:
+        shows = show_ci and bool(np.isfinite(lo).any())
+        title = "P(row beats column)"
+        if shows:
+            title += (f", {100 * level:g}% intervals" if level is not None else ", intervals") + (f" ({ci})" if ci else "")
+        elif np.isfinite(lo).any():
+            many = " for more than 10 candidates" if c > 10 else ""
+            title += f"\n(intervals not drawn in the cells{many}: see the win-probability table)"
+    ax.set_title(title, fontsize=10)
     return save_png(fig, path)
 
 
 # ---------------------------------------------------------------------------------------
 # Judge panel
 # ---------------------------------------------------------------------------------------
+
+def _shown_intervals(result, table: pd.DataFrame, ci) -> pd.DataFrame:
+    """The judge table with every interval the result withholds (not estimable, unbounded) set to
+    NaN, so the figure draws no bar the tables call "not estimable"."""
+    status = result.status(ci or "sandwich") if hasattr(result, "status") and hasattr(result, "identification") else None
+    if status is None:
+        return table
+    table = table.copy()
+    for col, reasons in (("kappa", status.kappa), ("D", status.D)):
+        hidden = np.array([bool(r) for r in reasons])
+        if hidden.any() and f"{col}_lo" in table.columns:
+            table.loc[hidden, [f"{col}_lo", f"{col}_hi"]] = np.nan
+    return table
+
 
 def judge_panel(source, path, *, j_fit=None, ci: str | None = None, model_name: str | None = None,
                 title: str | None = None) -> Path:
@@ -197,11 +223,11 @@ def judge_panel(source, path, *, j_fit=None, ci: str | None = None, model_name: 
     """
     if hasattr(source, "judges"):
         model_name = model_name or source.effective_spec.name
-        table = source.judges(ci)
+        table = _shown_intervals(source, source.judges(ci), ci)
     else:
         table = source.copy()
         model_name = model_name or "model"
-    j_table = j_fit.judges(ci) if hasattr(j_fit, "judges") else j_fit
+    j_table = _shown_intervals(j_fit, j_fit.judges(ci), ci) if hasattr(j_fit, "judges") else j_fit
     judges = shorten_names(table["judge"].astype(str), 26)
     k = len(judges)
     fig = new_figure(14.0, max(4.6, 0.3 * k + 2.6))
@@ -209,6 +235,7 @@ def judge_panel(source, path, *, j_fit=None, ci: str | None = None, model_name: 
     ax_k, ax_d, ax_b = fig.subplots(1, 3, gridspec_kw={"width_ratios": [1.25, 1.0, 1.1]})
     ax_b.sharey(ax_d)
     ax_k.set_box_aspect(1.0)  # a square scatter, however many judges lengthen (b) and (c)
+    ax_k.set_anchor("N")  # level with (b) and (c), not floating halfway down below empty space
 
     # (a) κ under J against κ under the chosen model, with both intervals.
     if j_table is not None:
@@ -278,7 +305,15 @@ def judge_panel(source, path, *, j_fit=None, ci: str | None = None, model_name: 
         fig.legend(handles, labels, loc="outside lower center", ncol=len(handles), fontsize=8, frameon=False)
     fig.suptitle(title or f"Judges under {model_name}", fontsize=11)
     if j_table is not None:
-        place_labels(ax_k, xk, yk, judges, fontsize=6.5)
+        # The corner note is laid out first (at its longest) so that labels keep clear of it.
+        note = ax_k.text(0.98, 0.02, f"{k} crowded points unlabelled (names in (b))", transform=ax_k.transAxes,
+                         ha="right", va="bottom", fontsize=8, color="0.4")
+        left_out = place_labels(ax_k, xk, yk, judges, fontsize=8, avoid=[note])
+        if left_out:
+            n = len(left_out)
+            note.set_text(f"{n} crowded point{'s' if n > 1 else ''} unlabelled (names in (b))")
+        else:
+            note.remove()
     return save_png(fig, path)
 
 
@@ -318,8 +353,7 @@ def write_fit_plots(result, out_dir, *, board: pd.DataFrame | None = None, j_fit
     if win_table is not None:
         order = np.argsort(-result.scores, kind="mergesort")
         names = [result.design.candidates[i] for i in order]
-        written["win_heatmap"] = win_heatmap(win_table, out / "win_heatmap.png", names=names,
-                                             title=f"P(row beats column), {100 * result.ci_prob:g}% intervals")
+        written["win_heatmap"] = win_heatmap(win_table, out / "win_heatmap.png", names=names, level=result.ci_prob)
     else:
         written["win_heatmap"] = win_heatmap(result, out / "win_heatmap.png", ci=ci)
     if j_fit is None and not result.effective_spec.terms and result.effective_spec.learn_gamma:

@@ -19,7 +19,7 @@ __all__ = ["TABLE_WIDTH", "current_width", "fill", "fmt_ci", "render_table", "sh
 
 TABLE_WIDTH = 100  # text tables fit this many columns unless --wide (table_width(None))
 _WIDTH: ContextVar[int | None] = ContextVar("oscar_table_width", default=TABLE_WIDTH)
-_MARK = re.compile(r"^[*†‡]+ ?")  # row markers, e.g. the reference judge's "*", kept when names are cut
+_MARK = re.compile(r"^[!*†‡]+ ?")  # row markers (the flag "!", the reference judge's "*"), kept when names are cut
 
 
 @contextmanager

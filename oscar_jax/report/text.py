@@ -17,10 +17,16 @@ from ..results.schema import CI_LABELS
 from .leaderboard import scale_label
 from .render import TABLE_WIDTH, fill, fmt_ci, render_table, shorten, shorten_names
 
-__all__ = ["bayes_report", "bootstrap_report", "compare_report", "fit_repr", "fit_repr_html", "fit_report", "fmt_or",
-           "header", "judges_text", "leaderboard_text", "strong_weight_note", "win_text"]
+__all__ = ["Summary", "bayes_report", "bootstrap_report", "check_verdict", "compare_report", "data_line",
+           "fit_report", "fit_repr", "fit_repr_html", "fmt_or", "header", "judges_text", "leaderboard_text",
+           "plural", "reference_line", "strong_weight_note", "win_text"]
 
 _TOP = 5  # candidates a result's repr shows
+
+
+def check_verdict(result, ci: str = "sandwich") -> str:
+    """The one verdict on a fit's checks every output prints: "all passed" only when nothing is flagged."""
+    return _check_status(result.failed_checks(), not result.identification_check(ci)["ok"])
 
 
 def _check_status(failed: list, flagged: bool) -> str:
@@ -28,6 +34,25 @@ def _check_status(failed: list, flagged: bool) -> str:
     if failed:
         return "FAILED" + ("; flags raised (! below)" if flagged else "")
     return "passed; flags raised (! below)" if flagged else "all passed"
+
+
+def plural(n: int, word: str) -> str:
+    """``"1 judge"``, ``"2 judges"``, ``"1,234 records"``."""
+    return f"{n:,} {word}{'' if n == 1 else 's'}"
+
+
+def data_line(d, what: str) -> str:
+    """``"<what> — 240 records · 20 prompts · 4 candidates · 2 judges"``."""
+    return (f"{what} — {plural(d.n_records, 'record')} · {plural(d.n_clusters, 'prompt')} · "
+            f"{plural(d.n_cand, 'candidate')} · {plural(d.n_judge, 'judge')}")
+
+
+def reference_line(result, width: int = 80) -> str:
+    """Which judge's sensitivity is fixed at 1, or why a model without sensitivities needs none."""
+    d = result.design
+    if not result.effective_spec.learn_gamma:
+        return "no reference judge (this model gives every judge the same sensitivity)"
+    return f"reference judge: {shorten(d.judges[d.reference], width)} (its sensitivity γ is fixed at 1)"
 
 
 def _ci_or(status, lo, hi, digits=2) -> str:
@@ -39,10 +64,10 @@ def header(result, ci: str = "sandwich") -> str:
     checks = result.failed_checks()
     ident = result.identification_check(ci)
     lines = [
-        f"{result.effective_spec.name} — {d.n_records:,} records · {d.n_clusters:,} prompts · "
-        f"{d.n_cand} candidates · {d.n_judge} judges",
-        f"reference judge: {d.judges[d.reference]}",
-        f"objective {result.objective:.4f} · checks (B.3): {_check_status(checks, not ident['ok'])}",
+        data_line(d, result.effective_spec.name),
+        reference_line(result, 200),
+        f"objective {result.objective:.4f} · checks (optimizer converged, curvature positive, every quantity "
+        f"identified; Appendix B.3): {_check_status(checks, not ident['ok'])}",
     ]
     if d.report is not None:
         lines.append(f"data: {d.report.summary()}")
@@ -83,7 +108,7 @@ def judges_text(result, ci: str = "sandwich") -> str:
         cols.append(("beta_len", "β_len", ".2f"))
     if jt["beta_fam"].notna().any():
         cols.append(("beta_fam", "β_fam", ".2f"))
-    title = "Judges (κ = γ·RMS(s): sensitivity; D = tanh(β_pos/2): first-slot preference)"
+    title = _judges_title("Judges", cols)
     if jt["flags"].astype(bool).any() or status.any_candidate_separated:
         ident = result.identification
         parts = []
@@ -96,6 +121,19 @@ def judges_text(result, ci: str = "sandwich") -> str:
             parts.append("every κ: a separated score makes RMS(s) unbounded")
         title += "\n" + textwrap.fill("! = flagged (see 'flag:' above): " + "; ".join(parts), 80, subsequent_indent="  ")
     return title + "\n" + render_table(jt, cols, name_col="name")
+
+
+def _judges_title(head: str, cols) -> str:
+    """A judges table's title, explaining only the columns it shows."""
+    shown = {c for c, _, _ in cols}
+    parts = ["κ = γ·RMS(s): sensitivity"]
+    if "D" in shown:
+        parts.append("D = tanh(β_pos/2): net first-slot preference")
+    if "beta_len" in shown:
+        parts.append("β_len: length effect")
+    if "beta_fam" in shown:
+        parts.append("β_fam: own-family effect")
+    return fill(f"{head} ({'; '.join(parts)})")
 
 
 def win_text(result, ci: str = "sandwich", max_matrix: int = 8) -> str:
@@ -113,6 +151,10 @@ def win_text(result, ci: str = "sandwich", max_matrix: int = 8) -> str:
         frame.insert(0, "row beats col", rows)
         cols = [("row beats col", "row beats col", "")] + [(c, c, ".2f") for c in short]
         parts.append("Win probability q_ij (average-sensitivity judge, biases at zero)\n" + render_table(frame, cols, width=200))
+    else:
+        parts.append(fill(f"Win probability matrix: left out of this text for more than {max_matrix} candidates "
+                          f"({len(names)}×{len(names)} cells); --out DIR writes it to win_prob.csv, --plots DIR "
+                          "draws it, and in Python result.win_matrix() returns it with intervals."))
     status = result.status(ci)
     wm = result.win_matrix(ci)
     key = {(a, b): r for a, b, r in zip(wm.a, wm.b, range(len(wm)))}
@@ -132,6 +174,22 @@ def fit_report(result, ci: str = "sandwich") -> str:
     return "\n\n".join([header(result, ci), leaderboard_text(result, ci), judges_text(result, ci), win_text(result, ci)])
 
 
+class Summary:
+    """What a result's ``summary()`` returns (statsmodels' convention): the command line's
+    tables for that result; ``print()`` shows them, ``as_text()`` gives the string."""
+
+    def __init__(self, text: str):
+        self.text = text
+
+    def as_text(self) -> str:
+        return self.text
+
+    __str__ = __repr__ = as_text
+
+    def _repr_html_(self) -> str:
+        return f"<pre>{html.escape(self.text)}</pre>"
+
+
 def fmt_or(value, spec: str, missing: str) -> str:
     """``format(value, spec)``, or ``missing`` for None/NaN (a diagnostic one chain cannot give)."""
     return missing if value is None or not np.isfinite(value) else format(value, spec)
@@ -143,11 +201,12 @@ def bootstrap_report(boot, scale: str = "logit", anchor=None) -> str:
     lines = [header(boot.full)]
     lines.append(fill(f"prompt bootstrap: {boot.replicates} replicates (seed {boot.seed}); point estimates are "
                       "the full-data fit, intervals are bootstrap percentiles"))
-    lines.append(boot.batch.failure_summary())
+    lines.append(fill(boot.batch.failure_summary()))
     clusters = boot.batch.failure_counts()["clusters"]
     if clusters:
-        lines.append(f"({clusters} replicates have G ≤ dim θ distinct prompts: a sandwich caveat only, "
-                     "not used by percentile intervals, not excluded)")
+        lines.append(fill(f"({clusters} replicates have fewer distinct prompts than model parameters, so a "
+                          "prompt-cluster sandwich could not be trusted on them; percentile intervals do not use "
+                          "it, so they are kept; nothing to do)"))
     lb = boot.leaderboard(scale=scale, anchor=anchor)
     digits = 1 if scale in ("elo", "winrate") else 2
     lb = lb.assign(score_ci=[fmt_ci(a, b, digits) for a, b in zip(lb.score_lo, lb.score_hi)],
@@ -170,10 +229,10 @@ def bootstrap_report(boot, scale: str = "logit", anchor=None) -> str:
     if jt["D"].notna().any():
         cols += [("D", "D", ".2f"), ("D_ci", "D CI", "")]
     if jt["beta_len"].notna().any():
-        cols += [("beta_len", "β_len", ".2f"), ("len_ci", "CI", "")]
+        cols += [("beta_len", "β_len", ".2f"), ("len_ci", "β_len CI", "")]
     if jt["beta_fam"].notna().any():
-        cols += [("beta_fam", "β_fam", ".2f"), ("fam_ci", "CI", "")]
-    lines += ["", f"Judges ({pct}% bootstrap percentile CI; κ = γ·RMS(s), D = tanh(β_pos/2))",
+        cols += [("beta_fam", "β_fam", ".2f"), ("fam_ci", "β_fam CI", "")]
+    lines += ["", _judges_title(f"Judges: {pct}% bootstrap percentile CI", cols),
               render_table(jt, cols, name_col="name", secondary=("fam_ci", "len_ci", "D_ci"))]
     lines += ["", "Rank distribution P(rank = r) over valid replicates", _rank_text(boot.rank_distribution())]
     lines += [f"note: {n}" for n in boot.batch.notes if n not in boot.full.notes]
@@ -193,18 +252,15 @@ def bayes_report(result, ci_prob: float, scale: str = "logit", anchor=None) -> s
     diag = result.diagnostics
     pct = int(round(100 * ci_prob))
     pe = {"candidate": " + prompt × candidate effect", "slot": " + prompt slot shift"}.get(result.prompt_effect, "")
-    lines = [
-        f"Bayesian {result.effective_spec.name}{pe} — {d.n_records:,} records · {d.n_clusters:,} prompts · "
-        f"{d.n_cand} candidates · {d.n_judge} judges",
-    ]
+    lines = [data_line(d, f"Bayesian {result.effective_spec.name}{pe}")]
     if diag.get("method") == "svi":
-        lines += [f"reference judge: {shorten(d.judges[d.reference], 40)} · SVI {diag['guide']} guide · "
+        lines += [f"{reference_line(result, 40)} · SVI {diag['guide']} guide · "
                   f"{diag['steps']} steps × {diag['batch_size']:,} of {diag['n_units']:,} cells · "
                   f"{diag['draws']} draws · seed {result.seed}",
                   f"ELBO: final loss {diag['final_loss']:.2f} · last-window change {diag['decrease_last_window']:.3g} "
                   f"(noise {diag['noise_se']:.3g}) · {'plateau' if diag['plateau'] else 'NOT CONVERGED'}"]
     else:
-        lines += [f"reference judge: {shorten(d.judges[d.reference], 40)} · NUTS {diag['chains']} chains × "
+        lines += [f"{reference_line(result, 40)} · NUTS {diag['chains']} chains × "
                   f"({diag['warmup']} warm-up + {diag['draws']} draws) · seed {result.seed}",
                   f"diagnostics: max R-hat {fmt_or(diag['max_rhat'], '.4f', 'n/a (one chain)')} · "
                   f"min ESS {fmt_or(diag['min_ess'], '.0f', 'n/a')} · "
@@ -237,8 +293,7 @@ def bayes_report(result, ci_prob: float, scale: str = "logit", anchor=None) -> s
     cols = [("name", "judge (*=ref)", ""), ("n", "n", "d"), ("kappa", "κ", ".3f"), ("kappa_ci", f"κ {kind}", "")]
     if jt["D"].notna().any():
         cols += [("D", "D", ".2f"), ("D_ci", f"D {kind}", "")]
-    lines += ["", "Judges (κ = γ·RMS(s): sensitivity; D = tanh(β_pos/2): net first-slot preference)",
-              render_table(jt, cols, name_col="name")]
+    lines += ["", _judges_title("Judges", cols), render_table(jt, cols, name_col="name")]
     return "\n".join(line if "\n" in line else fill(line) for line in lines)
 
 
@@ -261,15 +316,15 @@ def compare_report(res) -> str:
         d["ci"] = [fmt_ci(lo, hi, 4) for lo, hi in zip(d.lo, d.hi)]
         d["star"] = ["*" if x else "" for x in d.excludes_zero]
         d["ok"] = [f"{v}/{r}" for v, r in zip(d.valid, d.replicates)]
-        lines += ["", fill(f"Paired refit bootstrap (E.3): {res.paired_bootstrap} replicates, prompts resampled "
+        lines += ["", fill(f"Paired refit bootstrap (Appendix E.3): {res.paired_bootstrap} replicates, prompts resampled "
                            f"within each fold; {pct}% percentile CI; positive favours the second model; "
                            "* = CI excludes 0"),
                   render_table(d, [("pair", "difference", ""), ("estimate", "estimate", ".4f"), ("ci", f"{pct}% CI", ""),
                                    ("star", "", ""), ("ok", "valid", "")])]
         for m, n in res.bootstrap_failed.items():
             if n:
-                lines.append(fill(f"note ({m}): {n} bootstrap refits failed a B.3 check; their replicates are "
-                                  "excluded"))
+                lines.append(fill(f"note ({m}): {n} bootstrap refits did not converge or were not identified "
+                                  "(Appendix B.3); their replicates are left out"))
     return "\n".join(lines)
 
 
@@ -300,8 +355,9 @@ def fit_repr(result) -> str:
     top = ", ".join(f"{d.candidates[i]} {x[i]:+.3f}" for i in np.argsort(-x, kind="mergesort")[:_TOP])
     more = f", … ({d.n_cand - _TOP} more)" if d.n_cand > _TOP else ""
     notes = f", {len(result.notes)} note(s) in .notes" if result.notes else ""
-    return (f"<FitResult {result.effective_spec.name}: {d.n_records:,} records, {d.n_clusters:,} prompts, "
-            f"{d.n_cand} candidates, {d.n_judge} judges; {_check_summary(result)}{notes}; "
+    return (f"<FitResult {result.effective_spec.name}: {plural(d.n_records, 'record')}, "
+            f"{plural(d.n_clusters, 'prompt')}, {plural(d.n_cand, 'candidate')}, {plural(d.n_judge, 'judge')}; "
+            f"{_check_summary(result)}{notes}; "
             f"top (average-judge logit): {top}{more}; see .leaderboard(), .judges(), .win_matrix()>")
 
 
@@ -316,8 +372,7 @@ def fit_repr_html(result) -> str:
     notes = "".join(f"<li>{e(str(n))}</li>" for n in result.notes)
     failed = "".join(f"<li><b>{e(f)}</b></li>" for f in result.failed_checks())
     return (
-        f"<div><b>FitResult</b> {e(result.effective_spec.name)}: {d.n_records:,} records · {d.n_clusters:,} prompts · "
-        f"{d.n_cand} candidates · {d.n_judge} judges · reference judge {e(d.judges[d.reference])} · "
+        f"<div><b>FitResult</b> {e(data_line(d, result.effective_spec.name))} · {e(reference_line(result, 200))} · "
         f"{e(_check_summary(result))}"
         f"<table><thead><tr><th>rank</th><th>candidate</th><th>score (average-judge logit)</th>"
         f"<th>q vs field</th><th>votes</th></tr></thead><tbody>{rows}</tbody></table>"

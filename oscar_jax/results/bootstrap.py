@@ -140,6 +140,13 @@ class BootstrapResult:
         frame.attrs = board.attrs
         return frame
 
+    def summary(self, scale: str = "logit", anchor=None):
+        """The tables ``oscar bootstrap`` prints (percentile leaderboard on ``scale`` with P(best)
+        and rank intervals, judges, rank distribution); ``print(boot.summary())`` shows them."""
+        from ..report.text import Summary, bootstrap_report
+
+        return Summary(bootstrap_report(self, scale=scale, anchor=anchor))
+
     def judges(self, ci: str | None = None, *, ci_prob: float | None = None) -> pd.DataFrame:
         """Per judge: γ, κ, β_pos, D, β_len, β_fam (τ for Davidson) with percentile intervals.
 

@@ -104,6 +104,13 @@ class FitResult:
 
         return fit_repr_html(self)
 
+    def summary(self, ci: str = "sandwich"):
+        """The tables ``oscar fit`` prints (header and checks, leaderboard, judges, win
+        probabilities with ``ci`` intervals); ``print(result.summary())`` shows them."""
+        from ..report.text import Summary, fit_report
+
+        return Summary(fit_report(self, check_choice("ci", ci, _CI_KINDS)))
+
     # ---------------------------------------------------------------- estimates
     @property
     def model(self) -> str:

@@ -29,6 +29,7 @@ import jax
 
 from . import cache
 from .batching import ahead_pool
+from .progress import compiling
 from .x64 import jax_loaded
 
 jax_loaded()  # JAX has read the settings oscar_jax passed through the environment: put it back
@@ -149,10 +150,26 @@ class _PersistentJit:
         key = (static_text, str(tree), tuple(_signature_of(x) for x in leaves))
         return self._load_or_export(folder, key, static, dynamic)
 
+    def cached(self, *args, **kwargs) -> bool | None:
+        """Whether this call's program is loaded or stored (True), must be traced and
+        compiled (False), or cannot be told (None: the cache is off or the call is traced)."""
+        folder = _folder()
+        split = None if folder is None else self._split(args, kwargs)
+        if split is None:
+            return None
+        if split[0] in self._programs:
+            return True
+        fast, static, dynamic, tree, leaves = split
+        key = (repr(sorted(static.items())), str(tree), tuple(_signature_of(x) for x in leaves))
+        name = f"{self._fun.__module__}.{self._fun.__qualname__}"
+        return _stored_path(folder, self.__name__, repr((name, key))).exists()
+
     def __call__(self, *args, **kwargs):
         folder = _folder()
         split = None if folder is None else self._split(args, kwargs)
         if split is None:
+            if folder is None and _top_level():
+                compiling(cache_off=True)
             return (self._top if _top_level() else self._jit)(*args, **kwargs)
         fast, dynamic = split[0], split[2]
         program = self._programs.get(fast)
@@ -215,9 +232,15 @@ class _PersistentJit:
         return _FAILED if exp is None else jax.jit(exp.call, compiler_options=self._options)
 
 
-def _exported_in(folder: Path, label: str, key_text: str, fun, args):
+def _stored_path(folder: Path, label: str, key_text: str) -> Path:
     digest = hashlib.sha256(repr((key_text, _environment_digest())).encode()).hexdigest()[:40]
-    path = folder / f"{label}-{digest}.stablehlo"
+    return folder / f"{label}-{digest}.stablehlo"
+
+
+def _exported_in(folder: Path, label: str, key_text: str, fun, args):
+    path = _stored_path(folder, label, key_text)
+    if not path.exists():
+        compiling()
     if path.exists():
         try:
             return jax.export.deserialize(bytearray(path.read_bytes()))

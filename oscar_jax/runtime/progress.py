@@ -18,7 +18,9 @@ import threading
 import time
 from contextlib import contextmanager
 
-__all__ = ["announce", "bar_enabled", "progress"]
+__all__ = ["announce", "announce_now", "bar_enabled", "compile_notices", "compiling", "progress"]
+
+_NOTICE = {"on": False, "said": False}
 
 
 def bar_enabled(flag: bool | None) -> bool:
@@ -121,6 +123,30 @@ def announce(text: str) -> None:
     """One line on stderr off a terminal (where no bar shows), e.g. before a long sampler run."""
     if not sys.stderr.isatty() and not _silenced():
         print(f"oscar: {text}", file=sys.stderr, flush=True)
+
+
+def announce_now(text: str) -> None:
+    """One line on stderr, on a terminal too (unless ``OSCAR_PROGRESS=0``): what a command
+    is about to do, before a wait with nothing else to show."""
+    if not _silenced():
+        print(f"oscar: {text}", file=sys.stderr, flush=True)
+
+
+def compile_notices(on: bool = True) -> None:
+    """Say on stderr when a command is about to compile (the CLI turns this on; a library
+    caller sees its own timing)."""
+    _NOTICE["on"] = bool(on)
+
+
+def compiling(cache_off: bool = False) -> None:
+    """Once per process, at the first program that is not in the cache: a cold run is silent
+    for as long as XLA compiles (half a minute on a loaded 2-core machine), so say why."""
+    if not _NOTICE["on"] or _NOTICE["said"] or _silenced():
+        return
+    _NOTICE["said"] = True
+    why = ("the program cache is off (OSCAR_JAX_CACHE_DIR), so every run compiles" if cache_off
+           else "later runs reuse the cache")
+    print(f"oscar: first run on this data shape: compiling ({why}) …", file=sys.stderr, flush=True)
 
 
 @contextmanager

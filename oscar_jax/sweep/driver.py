@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from ..runtime.batching import default_vmap_width, host_workers, run_in_order
+from ..infer.batch_fit import PROGRESS_CHUNK
 from ..runtime.progress import progress
 from ..runtime.sharding import place_for_mesh, replicate_mesh, to_host
 from ..simulate import TABLE_G1, SimParams, truth_of
@@ -139,7 +140,10 @@ def sweep(ns: Sequence[int] = DEFAULT_NS, reps: int = 100, methods: Sequence = D
             continue
         g = s.n // k
         g_pad = g_pad_of[g]
-        size, n_chunks = chunking(reps, k * g_pad, chunk, record_budget)
+        cap = chunk
+        if cap is None and width == 1:  # in sequence: small chunks, so the progress count moves every few fits
+            cap = max(1, min(PROGRESS_CHUNK, record_budget // max(k * g_pad, 1)))
+        size, n_chunks = chunking(reps, k * g_pad, cap, record_budget)
         sim = Program("sim", size, g, g_pad, shape_params, sizes, None, 0)
         fits = {spec.name: Program("fit", size, 0, g_pad, shape_params, sizes, layouts[spec.name], int(max_iter),
                                     width)

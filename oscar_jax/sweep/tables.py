@@ -16,7 +16,9 @@ from ..runtime.validate import OscarInputError
 from .metrics import CHECKS, METRICS
 from .settings import method_spec
 
-__all__ = ["SweepResult", "mc_summary", "wilson_interval"]
+__all__ = ["BINARY_METRICS", "SweepResult", "mc_summary", "paired_proportion_interval", "wilson_interval"]
+
+BINARY_METRICS = ("top1",)  # 0/1 per replicate: proportions, with score intervals
 
 
 def _t_crit(level: float, dof: int) -> float:
@@ -50,6 +52,29 @@ def wilson_interval(successes: int, n: int, level: float = 0.95) -> tuple[float,
     centre = (p + z * z / (2 * n)) / denom
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
     return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def paired_proportion_interval(x, y, level: float = 0.95) -> tuple[float, float]:
+    """Interval for mean(x) − mean(y) of paired 0/1 outcomes: Newcombe's (1998) method 10.
+
+    Wilson intervals of the two proportions combined through the phi correlation of the
+    pairs; it stays inside [−1, 1], where a t interval on the 0/1 differences runs past 1
+    (e.g. when one method finds the best candidate in every replicate and the other never).
+    """
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    n = x.size
+    if n == 0 or x.shape != y.shape or not np.all(np.isin(x, (0.0, 1.0)) & np.isin(y, (0.0, 1.0))):
+        return math.nan, math.nan
+    a, b = int(np.sum((x == 1) & (y == 1))), int(np.sum((x == 1) & (y == 0)))
+    c, d = int(np.sum((x == 0) & (y == 1))), int(np.sum((x == 0) & (y == 0)))
+    p1, p2 = (a + b) / n, (a + c) / n
+    l1, u1 = wilson_interval(a + b, n, level)
+    l2, u2 = wilson_interval(a + c, n, level)
+    denom = (a + b) * (c + d) * (a + c) * (b + d)
+    phi = (a * d - b * c) / math.sqrt(denom) if denom > 0 else 0.0
+    delta = math.sqrt(max((p1 - l1) ** 2 - 2 * phi * (p1 - l1) * (u2 - p2) + (u2 - p2) ** 2, 0.0))
+    eps = math.sqrt(max((u1 - p1) ** 2 - 2 * phi * (u1 - p1) * (p2 - l2) + (p2 - l2) ** 2, 0.0))
+    return max(-1.0, p1 - p2 - delta), min(1.0, p1 - p2 + eps)
 
 
 @dataclass(frozen=True)
@@ -122,7 +147,8 @@ class SweepResult:
     def differences(self, a, b, level: float = 0.95) -> pd.DataFrame:
         """Paired differences a − b per setting and metric (G.3).
 
-        Only replicates where both fits passed every B.3 check enter (``n_pairs``).
+        Only replicates where both fits passed every B.3 check enter (``n_pairs``). Means
+        get a t interval; the 0/1 metrics (``top1``) Newcombe's paired-proportion interval.
         """
         a, b = self.method_name(a), self.method_name(b)
         keys = ["n", "c", "rho", "rep"]
@@ -134,6 +160,8 @@ class SweepResult:
             for metric in METRICS:
                 d = both[f"{metric}_a"].to_numpy() - both[f"{metric}_b"].to_numpy()
                 mean, se, lo, hi = mc_summary(d, level)
+                if metric in BINARY_METRICS and len(both):  # a difference of proportions, not of means
+                    lo, hi = paired_proportion_interval(both[f"{metric}_a"], both[f"{metric}_b"], level)
                 rows.append({"n": int(n), "c": float(c), "rho": float(rho), "a": a, "b": b, "metric": metric,
                              "n_pairs": int(len(both)), "diff": mean, "mcse": se, "lo": lo, "hi": hi})
         return pd.DataFrame(rows)
