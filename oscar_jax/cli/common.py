@@ -11,6 +11,18 @@ from ..model.problem import as_design, prepare
 from ..results.jsonable import to_json
 from ..runtime.validate import OscarInputError
 
+def seed_arg(text: str) -> int:
+    """argparse type of every --seed: an integer in [0, 2⁶³ − 1] (a larger one overflowed deep in the fit)."""
+    import argparse
+
+    from ..runtime.validate import check_seed
+
+    try:
+        return check_seed("the seed", int(text))
+    except (ValueError, OscarInputError) as exc:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a seed: give an integer in [0, 2**63 - 1]") from exc
+
+
 MODELS_HELP = "j, j+p, j+l, j+f, bt+plf, davidson+plf, oscar (or e.g. j+p+l, oscar+c)"
 
 

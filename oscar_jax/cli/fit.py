@@ -12,7 +12,7 @@ import sys
 
 from ..results.intervals import CI_SOURCES, SCORE_SCALES
 from ..runtime.validate import OscarInputError, check_ci_prob, check_positive_int, resolve_name
-from .common import add_data_arguments, add_output_arguments, emit, emit_json, problem_from_args
+from .common import seed_arg, add_data_arguments, add_output_arguments, emit, emit_json, problem_from_args
 
 DESCRIPTIONS = {
     "fit": "Fit a model by penalized maximum likelihood and report candidates, judges and win "
@@ -35,7 +35,7 @@ def add_arguments(parser, command: str):
     if command == "report":
         parser.add_argument("--ci", choices=["sandwich", "model"], default="sandwich",
                             help="interval source: prompt-cluster sandwich (default) or model-based")
-        parser.add_argument("--seed", type=int, default=0, help="seed of the random second start (default 0)")
+        parser.add_argument("--seed", type=seed_arg, default=0, help="seed of the random second start (default 0)")
         parser.add_argument("-o", "--output", default="report.html", metavar="FILE.html",
                             help="where to write the page (default report.html)")
         return
@@ -58,7 +58,7 @@ def add_arguments(parser, command: str):
                         help="with --ci bayes: sample the model without the prompt × candidate effect (much "
                              "faster; its intervals assume independent records and are too narrow under prompt "
                              "dependence: on MT-Bench about half the sandwich's width)")
-    parser.add_argument("--seed", type=int, default=0,
+    parser.add_argument("--seed", type=seed_arg, default=0,
                         help="seed of the random second start and of the bootstrap/posterior (default 0)")
     add_output_arguments(parser, formats=("table", "json", "csv", "fastchat"))
 
@@ -99,7 +99,7 @@ def _fit(args) -> int:
     from ..fit import companion_fits, fit, small_data_advice
     from ..infer.sandwich import INDEPENDENCE_NOTE
     from ..report.leaderboard import arena_text, fastchat_table
-    from ..report.render import fill, write_tables
+    from ..report.render import csv_text, fill, write_tables
     from ..report.text import fit_report, header, judges_text, strong_weight_note, win_text
     from ..results.boards import as_draws, parse_anchor, prepare_board_program
 
@@ -115,7 +115,7 @@ def _fit(args) -> int:
     result = fit(problem, seed=args.seed, ci_prob=ci_prob)
     wald = "sandwich" if draw_based else args.ci
     no_effect = bool(getattr(args, "no_prompt_effect", False))
-    draws = as_draws(_draw_source(args, result), result.layout, args.ci) if draw_based else None
+    draws = as_draws(_draw_source(args, result), result.layout, args.ci, result.gbar_weights) if draw_based else None
     lb = result.leaderboard(wald, scale=args.scale, anchor=anchor, draws=draws)
     payload = result.to_dict(wald, scale=args.scale, anchor=anchor, draws=draws)
     notes = []
@@ -151,11 +151,11 @@ def _fit(args) -> int:
     if args.format == "json":
         emit_json(payload)
     elif args.format == "csv":
-        emit(lb.to_csv(index=False))
+        emit(csv_text(lb))
     elif args.format == "fastchat":
         elo = lb if args.scale == "elo" else result.leaderboard(
             wald, scale="elo", anchor=None if args.scale == "winrate" else anchor, draws=draws)
-        emit(fastchat_table(elo).to_csv(index=False))
+        emit(csv_text(fastchat_table(elo)))
     else:
         if args.scale == "logit" and anchor is None and not draw_based:
             text = fit_report(result, ci=wald)
@@ -171,7 +171,7 @@ def _fit(args) -> int:
             text += "\n\n" + fill("plots: " + ", ".join(str(p) for p in plots.values()))
         emit(text)
     if plots and args.format != "table":
-        print(f"oscar fit: wrote {len(plots)} plots to {args.plots}", file=sys.stderr)
+        print(f"oscar fit: wrote {len(plots)} plots to {getattr(args, 'plots_shown', args.plots)}", file=sys.stderr)
     return 0
 
 

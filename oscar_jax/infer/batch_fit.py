@@ -156,10 +156,11 @@ class BatchFit:
         a sandwich requirement) are reported for information."""
         return {name: int(np.sum(~flags)) for name, flags in self.checks.items()}
 
-    def failure_summary(self) -> str:
+    def failure_summary(self, fate: str = "are excluded") -> str:
+        """"k of B fits failed a B.3 check and ``fate``: counts per check" (``fate``: what the caller did with them)."""
         counts = self.failure_counts()
         parts = [f"{counts[n]} {_CHECK_LABELS[n]}" for n in REPLICATE_CHECKS if counts[n]]
-        head = f"{self.n_failed} of {self.n} fits failed a B.3 check and are excluded"
+        head = f"{self.n_failed} of {self.n} fits failed a B.3 check and {fate}"
         return head + (": " + "; ".join(parts) if parts else "")
 
     @cached_property

@@ -266,6 +266,9 @@ def compare_report(res) -> str:
                            "* = CI excludes 0"),
                   render_table(d, [("pair", "difference", ""), ("estimate", "estimate", ".4f"), ("ci", f"{pct}% CI", ""),
                                    ("star", "", ""), ("ok", "valid", "")])]
+        for pair, note in zip(d.pair, d.note):
+            if note:
+                lines.append(fill(f"note ({pair}): {note}"))
         for m, n in res.bootstrap_failed.items():
             if n:
                 lines.append(fill(f"note ({m}): {n} bootstrap refits failed a B.3 check; their replicates are "

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from ..infer.batch_fit import BatchFit
+from ..infer.sandwich import targets_batch_jit
 from ..model.design import Design
 from ..model.links import net_preference, sigmoid
 from ..model.params import Layout
@@ -68,16 +69,23 @@ class BootstrapResult:
         """The valid replicates' θ (B_valid, P) and targets, as :class:`~oscar_jax.results.intervals.Draws`."""
         theta = np.asarray(self.batch.theta, dtype=float)
         ok = np.all(np.isfinite(theta), axis=1) & np.asarray(self.batch.valid, dtype=bool)
-        return Draws(theta=theta[ok], targets=jax.tree_util.tree_map(lambda a: np.asarray(a)[ok], self.batch.targets),
+        return Draws(theta=theta[ok], targets=jax.tree_util.tree_map(lambda a: np.asarray(a)[ok], self.targets),
                      kind="percentile", source="bootstrap", n_failed=int((~ok).sum()))
 
     def status(self, ci=None) -> Status:
         """Every interval shown: percentiles of the replicates (see :mod:`oscar_jax.results.checks`)."""
         return Status.shown(self.design.n_cand, self.design.n_judge)
 
+    @cached_property
+    def targets(self):
+        """Targets of every replicate, γ̄ over the full-data fit's judges (:attr:`FitResult.gbar_weights`):
+        the average-judge scale is one estimand, not a set of judges chosen anew per replicate."""
+        theta = np.asarray(self.batch.theta)
+        return jax.tree_util.tree_map(np.asarray, targets_batch_jit(theta, self.layout, self.full.gbar_weights))
+
     def _draws(self, name: str) -> np.ndarray:
         v = self.batch.valid
-        t = self.batch.targets
+        t = self.targets
         if name == "s":
             return t.s[v]
         if name == "x":
