@@ -15,6 +15,7 @@ from ..model.problem import prepare
 from ..infer.sandwich import INDEPENDENCE_NOTE
 from ..model.spec import ModelSpec
 from ..runtime.validate import OscarInputError, check_choice, check_ci_prob
+from ..fit import fit
 from ._datatree import to_datatree
 from ._diagnostics import compute_diagnostics
 from ._model import Priors, effect_kind, model_data
@@ -60,6 +61,24 @@ def _progress_wanted(show_progress: bool | None) -> bool:
     if show_progress is not None:
         return bool(show_progress)
     return os.environ.get("OSCAR_PROGRESS") not in ("0", "false", "no", "")
+
+
+def separation_note(problem, seed: int) -> str | None:
+    """The point fit's separation flag in words, for a posterior: where the likelihood keeps
+    rising towards ±∞ the N(0, 1/λ) prior alone bounds the posterior, so the intervals of
+    those quantities say what the prior says, not the data (issue 35: bayes had no such flag).
+
+    The penalized point fit is the posterior mode's approximation and costs a fraction of
+    the sampling; its identification (:mod:`oscar_jax.infer.identification`) is the one
+    separation check.
+    """
+    point = fit(problem, starts=1, seed=int(seed), warn=False)
+    ident = point.identification
+    if not ident.separated_quantities:
+        return None
+    shown = ", ".join(ident.separated_quantities[:8]) + (" …" if len(ident.separated_quantities) > 8 else "")
+    return (f"separation: the likelihood keeps rising as {shown} move towards ±∞ (point-fit check), so the data do "
+            "not bound them; their posterior intervals are the prior N(0, 1/λ)'s, not the data's")
 
 
 def fit_bayes(data, model: str | ModelSpec | None = None, *, prompt_effect: bool | str | None = None, priors: Priors | None = None,
@@ -198,6 +217,9 @@ def fit_bayes(data, model: str | ModelSpec | None = None, *, prompt_effect: bool
         notes.append(f"prompt effect ({'prompt × candidate' if kind == 'candidate' else 'slot shift'}): "
                      "q is averaged over prompts (E_z σ(h + γ̄ σ_u z)); s, γ, κ, β are on the "
                      "prompt-conditional scale, larger in magnitude than the point fit's")
+    note = separation_note(problem, seed)
+    if note:
+        notes.append(note)
     keep = (design.n_clusters <= MAX_STORED_PROMPTS) if keep_prompt_effects is None else bool(keep_prompt_effects)
     n_clusters = design.n_clusters if kind else None
     md = model_data(design.arrays, mask, resolved, layout, prompt_effect=prompt_effect)

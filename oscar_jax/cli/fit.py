@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import shlex
 import sys
+from pathlib import Path
 
 from ..results.intervals import CI_SOURCES, SCORE_SCALES
 from ..runtime.validate import OscarInputError, check_ci_prob, check_positive_int, resolve_name
@@ -143,6 +144,9 @@ def _fit(args) -> int:
         win_table = result.win_matrix(wald, draws=draws) if draw_based else None
         plots = write_fit_plots(result, args.plots, board=lb, j_fit=j_fit, pos_fit=pos_fit, ci=wald,
                                 win_table=win_table)
+        # The files are written to a staging folder and moved at the end (cli.main): report where they will be.
+        final = Path(getattr(args, "plots_shown", args.plots))
+        plots = {k: final / Path(v).relative_to(args.plots) for k, v in plots.items()}
         payload["plots"] = {k: str(v) for k, v in plots.items()}
 
     if args.out:

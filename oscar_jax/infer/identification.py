@@ -96,7 +96,8 @@ class Identification:
         out = []
         left_out = [judges[kk] for kk in self.gamma_undetermined()]
         if left_out:
-            out.append("average-judge scale: γ̄ averages the " + str(len(judges) - len(left_out)) + " judges whose "
+            kept = len(judges) - len(left_out)
+            out.append(f"average-judge scale: γ̄ averages the {kept} judge{'s' if kept != 1 else ''} whose "
                        "γ the data determine; left out (γ set by the ridge): " + ", ".join(left_out[:8])
                        + (" …" if len(left_out) > 8 else ""))
         if self.separated_quantities:

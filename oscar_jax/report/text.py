@@ -137,6 +137,13 @@ def fmt_or(value, spec: str, missing: str) -> str:
     return missing if value is None or not np.isfinite(value) else format(value, spec)
 
 
+def _rhat_missing(diag) -> str:
+    """Why R-hat is absent: one chain has nothing to compare; several chains whose draws never move have no spread."""
+    if int(diag.get("chains", 1)) < 2:
+        return "n/a (one chain)"
+    return "n/a (the draws do not vary: no mixing to measure; raise --warmup)"
+
+
 def bootstrap_report(boot, scale: str = "logit", anchor=None) -> str:
     """``oscar bootstrap``'s text: percentile leaderboard on ``scale``, judges, rank distribution."""
     pct = int(round(100 * boot.ci_prob))
@@ -206,7 +213,7 @@ def bayes_report(result, ci_prob: float, scale: str = "logit", anchor=None) -> s
     else:
         lines += [f"reference judge: {shorten(d.judges[d.reference], 40)} · NUTS {diag['chains']} chains × "
                   f"({diag['warmup']} warm-up + {diag['draws']} draws) · seed {result.seed}",
-                  f"diagnostics: max R-hat {fmt_or(diag['max_rhat'], '.4f', 'n/a (one chain)')} · "
+                  f"diagnostics: max R-hat {fmt_or(diag['max_rhat'], '.4f', _rhat_missing(diag))} · "
                   f"min ESS {fmt_or(diag['min_ess'], '.0f', 'n/a')} · "
                   f"divergences {diag['divergences']} · {'ok' if diag['ok'] else 'POOR'}"]
     lines += [f"note: {n}" for n in result.notes]
