@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from .infer.derivatives import cell_probabilities
+from .results.intervals import min_percentile_replicates
 from .model.design import DesignArrays, cell_stats_from_cluster_weights
 from .model.params import Layout
 from .runtime.jit import persistent_jit
@@ -185,12 +186,6 @@ def _parse_pairs(pairs, by_token: dict, names: list[str]) -> list[tuple[str, str
             raise OscarInputError(f"pair {pair!r} compares a model with itself")
         out.append(tuple(resolved))
     return out
-
-
-def min_percentile_replicates(ci_prob: float) -> int:
-    """Fewest replicates whose (1 ± ci_prob)/2 percentiles are not the sample's extremes:
-    each tail of mass (1 − ci_prob)/2 must hold at least one replicate."""
-    return math.ceil(2.0 / (1.0 - ci_prob))
 
 
 def compare(data, models=DEFAULT_MODELS, *, folds: int = 3, seed: int = 0, paired_bootstrap: int = 0,

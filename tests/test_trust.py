@@ -372,3 +372,24 @@ def test_rhat_absent_says_why():
 
     assert _rhat_missing({"chains": 1}) == "n/a (one chain)"
     assert "one chain" not in _rhat_missing({"chains": 2}) and "--warmup" in _rhat_missing({"chains": 2})
+
+
+def test_too_few_bootstrap_replicates_are_said_to_be_too_few():
+    from oscar_jax.results.intervals import min_percentile_replicates
+
+    assert min_percentile_replicates(0.95) == 40 and min_percentile_replicates(0.9) == 20
+    boot = oj.bootstrap(_small(), "j", replicates=5, seed=0)
+    assert any("needs at least 40" in n for n in boot.notes)
+    assert any("needs at least 40" in n for n in boot.to_dict()["notes"])
+
+
+def test_posterior_draws_average_the_point_fits_judges():
+    """A posterior's γ̄ per draw averages the judges the point fit's γ̄ does (one estimand)."""
+    from oscar_jax.bayes import fit_bayes
+
+    res = fit_bayes(gbar_design("accurate"), "oscar", prompt_effect=False, chains=1, warmup=30, draws=20, seed=0,
+                    warn=False)
+    assert res.gbar_weights.tolist() == [1.0, 1.0, 0.0]
+    gamma, gbar = res.draws("gamma"), res.draws("gamma_bar")
+    np.testing.assert_allclose(gbar, gamma[..., :2].mean(axis=-1), rtol=1e-12)
+    assert any("separation" in n and "j_acc" in n for n in res.notes)

@@ -103,6 +103,7 @@ def _fit(args) -> int:
     from ..report.render import csv_text, fill, write_tables
     from ..report.text import fit_report, header, judges_text, strong_weight_note, win_text
     from ..results.boards import as_draws, parse_anchor, prepare_board_program
+    from ..results.intervals import few_draws_note
 
     anchor = parse_anchor(args.anchor)
     design = problem.design
@@ -127,6 +128,10 @@ def _fit(args) -> int:
                         "; the judge and win-probability tables below are prompt-cluster sandwich"))
         if draws.n_failed:
             notes.append(f"{draws.n_failed} {args.ci} draws failed their checks and were left out")
+        few = few_draws_note(len(draws.theta), ci_prob, f"{args.ci} draws",
+                             "--replicates" if args.ci == "bootstrap" else "more draws")
+        if few:
+            notes.append(few)
     notes += small_data_advice(result, ci=wald, ridge=args.ridge, seed=args.seed)
     if strong_weight_note(args.strong_weight):
         notes.append(strong_weight_note(args.strong_weight))

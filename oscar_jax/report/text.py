@@ -151,6 +151,7 @@ def bootstrap_report(boot, scale: str = "logit", anchor=None) -> str:
     lines.append(fill(f"prompt bootstrap: {boot.replicates} replicates (seed {boot.seed}); point estimates are "
                       "the full-data fit, intervals are bootstrap percentiles"))
     lines.append(boot.batch.failure_summary())
+    lines += [fill(f"note: {n}") for n in boot.notes if n not in boot.full.notes]
     clusters = boot.batch.failure_counts()["clusters"]
     if clusters:
         lines.append(f"({clusters} replicates have G ≤ dim θ distinct prompts: a sandwich caveat only, "

@@ -17,7 +17,7 @@ from ..model.params import Layout
 from .boards import scale_note, score_board
 from .checks import Status
 from .fit import FitResult
-from .intervals import Draws, draw_ranks, interval_request, mcse_of_mean, p_best, percentiles
+from .intervals import Draws, draw_ranks, few_draws_note, interval_request, mcse_of_mean, p_best, percentiles
 from .schema import CI_LABELS, payload, rank_table, table
 
 __all__ = ["BootstrapResult"]
@@ -45,6 +45,12 @@ class BootstrapResult:
     @property
     def failed(self) -> int:
         return self.batch.n_failed
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        """The full fit's notes, and one when too few replicates passed for percentile tails."""
+        few = few_draws_note(self.replicates - self.failed, self.ci_prob, "replicates", "--replicates")
+        return tuple(self.full.notes) + ((few,) if few else ())
 
     @property
     def design(self) -> Design:
@@ -209,6 +215,6 @@ class BootstrapResult:
                   "ci": "percentile", "ci_prob": prob}
         return payload(header=header, scale=scale_note(lb.attrs), leaderboard=lb, judges=self.judges(ci_prob=prob),
                        win=self.win_matrix(ci_prob=prob), status=self.status(), design=self.design,
-                       checks=self.full.checks(), notes=self.full.notes,
+                       checks=self.full.checks(), notes=self.notes,
                        sections={"rank_distribution": self.rank_distribution()})
 

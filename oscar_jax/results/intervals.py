@@ -15,7 +15,8 @@ import numpy as np
 from ..runtime.validate import OscarInputError, check_ci_prob, check_choice
 
 __all__ = ["CI_KINDS", "CI_KIND_NAMES", "CI_SOURCES", "Draws", "SCORE_SCALES", "draw_interval", "draw_ranks",
-           "interval_request", "mcse_of_mean", "p_best", "percentiles", "rank_probabilities"]
+           "few_draws_note", "interval_request", "mcse_of_mean", "min_percentile_replicates", "p_best", "percentiles",
+           "rank_probabilities"]
 
 
 class Draws(NamedTuple):
@@ -45,6 +46,21 @@ CI_KIND_NAMES = {"eti": "ETI", "hdi": "HDI"}  # table headers and plot labels
 # --ci and --scale; here, in a module without JAX, so that `oscar CMD --help` starts light).
 CI_SOURCES = ("sandwich", "model", "bootstrap", "bayes")
 SCORE_SCALES = ("logit", "elo", "winrate")
+
+
+def min_percentile_replicates(ci_prob: float) -> int:
+    """Fewest replicates whose (1 ± ci_prob)/2 percentiles are not the sample's extremes:
+    each tail of mass (1 − ci_prob)/2 must hold at least one replicate (40 at 95 %)."""
+    return int(np.ceil(2.0 / (1.0 - ci_prob) - 1e-9))
+
+
+def few_draws_note(n_valid: int, ci_prob: float, what: str, option: str) -> str | None:
+    """The note for percentile intervals from fewer draws than their tails need, or None."""
+    need = min_percentile_replicates(ci_prob)
+    if n_valid >= need:
+        return None
+    return (f"{n_valid} valid {what}: a {ci_prob:.0%} percentile interval needs at least {need} (fewer cannot reach "
+            f"its tails, so the intervals are too narrow); rerun with {option} ≥ {need} (e.g. 500)")
 
 
 def percentiles(draws: np.ndarray, ci_prob: float, method: str = "linear") -> tuple[np.ndarray, np.ndarray]:
