@@ -158,10 +158,22 @@ def test_compare_refuses_one_replicate_and_claims_nothing_from_few():
 
 
 def test_failed_fold_fits_are_not_called_excluded():
-    from oscar_jax.infer.batch_fit import BatchFit
+    """Fails on 5a41019: compare said a failed fold was "excluded" while pooling its loss."""
+    import importlib
+    import inspect
 
-    text = BatchFit.failure_summary.__doc__ or ""
-    assert "fate" in text  # the caller says what happened to the failed fits (compare: pooled)
+    from oscar_jax.infer.batch_fit import REPLICATE_CHECKS, BatchFit
+
+    class OneFailed:
+        n, n_failed = 3, 1
+
+        def failure_counts(self):
+            return {c: int(i == 0) for i, c in enumerate(REPLICATE_CHECKS)}
+
+    pooled = BatchFit.failure_summary(OneFailed(), "are pooled as they are")
+    assert pooled.startswith("1 of 3 fits failed a B.3 check and are pooled") and "excluded" not in pooled
+    assert "excluded" in BatchFit.failure_summary(OneFailed())  # the bootstrap's default: it does exclude them
+    assert 'failure_summary("are pooled' in inspect.getsource(importlib.import_module("oscar_jax.compare"))
 
 
 # ---------------------------------------------------------------- §5 failures after the computation
