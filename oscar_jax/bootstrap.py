@@ -99,6 +99,10 @@ def bootstrap(data, model: str | ModelSpec | None = None, replicates: int = 500,
     max_iter = check_positive_int("max_iter", max_iter)
     problem = prepare(data, model, **setup)
     design, eff = problem.design, problem.effective_spec
+    if design.n_clusters < 2:
+        raise OscarInputError(f"{design.n_clusters} prompt: a prompt bootstrap cannot estimate uncertainty (every "
+                              "replicate resamples the same prompt, so every interval would have zero width); give "
+                              "records of more prompts, or fit with --ci model (it assumes independent records)")
     # (None: fit_batch's default, sized so the progress count moves every few replicates)
     chunk = None if chunk_size is None else check_positive_int("chunk_size", chunk_size)
     if full is None:

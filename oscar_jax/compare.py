@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from .infer.derivatives import cell_probabilities
+from .results.intervals import min_percentile_replicates
 from .model.design import DesignArrays, cell_stats_from_cluster_weights
 from .model.params import Layout
 from .runtime.jit import persistent_jit
@@ -229,6 +230,10 @@ def compare(data, models=DEFAULT_MODELS, *, folds: int = 3, seed: int = 0, paire
     folds = check_positive_int("folds", folds, minimum=2)
     paired_bootstrap = check_positive_int("paired_bootstrap", paired_bootstrap, minimum=0)
     ci_prob = check_ci_prob(ci_prob)
+    if paired_bootstrap == 1:
+        raise OscarInputError("paired_bootstrap = 1: one replicate cannot estimate uncertainty (its 'interval' is "
+                              "a point); give 0 (none) or, for a 95% interval, at least "
+                              f"{min_percentile_replicates(0.95)} replicates (e.g. 200)")
     max_iter = check_positive_int("max_iter", max_iter)
     if isinstance(models, str):
         models = [m for m in models.split(",") if m.strip()]
@@ -293,7 +298,10 @@ def compare(data, models=DEFAULT_MODELS, *, folds: int = 3, seed: int = 0, paire
                                                             layout=problem.layout, n_cells=design.n_cells))
         failed[name] = batch.n_failed
         if batch.n_failed:
-            notes.append(batch.failure_summary())
+            # Every model is scored on the same folds, so a failed fold fit is not dropped
+            # (that would compare models on different test prompts): its loss is pooled, and said so.
+            notes.append(batch.failure_summary("are pooled as they are (every model is scored on the same "
+                                               "folds); read this model's loss with care", unit="fold fits"))
         log_loss[name] = float(loss.sum() / weight.sum())
         fold_ll[name] = loss / weight
         fold_fits[name] = batch
@@ -334,9 +342,15 @@ def compare(data, models=DEFAULT_MODELS, *, folds: int = 3, seed: int = 0, paire
             diff = (boot_ll[a] - boot_ll[b])[ok]
             lo, hi = percentiles(diff[:, None], ci_prob)
             lo, hi = float(lo[0]), float(hi[0])
+            need = min_percentile_replicates(ci_prob)
+            enough = int(ok.sum()) >= need
             rows.append({"a": a, "b": b, "estimate": log_loss[a] - log_loss[b], "lo": lo, "hi": hi,
                          "replicates": r, "valid": int(ok.sum()),
-                         "excludes_zero": bool(lo > 0 or hi < 0) if np.isfinite(lo) else None, "note": ""})
+                         "excludes_zero": bool(lo > 0 or hi < 0) if np.isfinite(lo) and enough else None,
+                         "note": "" if enough else
+                         (f"{int(ok.sum())} valid replicates: a {ci_prob:.0%} percentile interval needs at least "
+                          f"{need} (fewer cannot reach its tails), so no significance is claimed; rerun with "
+                          f"paired_bootstrap ≥ {need}")})
         differences = pd.DataFrame(rows)
 
     return CompareResult(models=tuple(names), tokens=tuple(str(t) for t in tokens), log_loss=log_loss,

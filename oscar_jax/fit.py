@@ -20,7 +20,7 @@ from .model.problem import prepare
 from .model.spec import ModelSpec, parse_model
 from .results.boards import score_board
 from .results.fit import FitResult, prepare_report_programs
-from .runtime.validate import OscarFitWarning, OscarNoteWarning, check_ci_prob, check_positive_int
+from .runtime.validate import OscarFitWarning, OscarNoteWarning, check_ci_prob, check_positive_int, check_seed
 
 __all__ = ["OscarFitWarning", "OscarNoteWarning", "RECORDS_PER_PARAMETER", "companion_fit", "companion_fits", "fit",
            "small_data_advice"]
@@ -112,6 +112,7 @@ def fit(data, model: str | ModelSpec | None = None, *, starts: int = 2, seed: in
     """
     ci_prob = check_ci_prob(ci_prob)
     starts = check_positive_int("starts", starts)
+    seed = check_seed("seed", seed)
     max_iter = check_positive_int("max_iter", max_iter)
     problem = prepare(data, model, **setup)
     design, eff, layout = problem.design, problem.effective_spec, problem.layout

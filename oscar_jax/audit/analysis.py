@@ -365,6 +365,7 @@ def audit(data, reference: str, *, original: str | None = None, duplicate: str |
         notes += list(bres.notes)
     eff = pd.DataFrame(rows, columns=["condition", "metric", "method", "baseline", "estimate", "lo", "hi",
                                       "p_value", "p_gt_0"])
+    notes += _withheld_bootstrap_notes(eff, int(data.mask.any(axis=(1, 2)).sum()))
     order = {m: i for i, m in enumerate(METHOD_ORDER)}
     morder = {m: i for i, m in enumerate(("bad_dr", "fair_dr", "mean_prel", "consistency", "log_odds_favourable",
                                           "logit_prel"))}
@@ -376,3 +377,19 @@ def audit(data, reference: str, *, original: str | None = None, duplicate: str |
                        duplicate=names[dup] if dup is not None else None, others=tuple(names[c] for c in pool),
                        alternative=alternative, ci_prob=ci_prob, n_boot=n_boot, seed=seed, conditions_frame=cond,
                        effects_frame=eff.reset_index(drop=True), focal_tests=focal, bayes=bres, notes=tuple(notes))
+
+
+def _withheld_bootstrap_notes(eff: pd.DataFrame, n_items: int) -> list[str]:
+    """Why item-bootstrap intervals are missing (``item_bootstrap`` withholds them), in words a user can act on."""
+    boot = eff[(eff["method"] == "bootstrap_items") & eff["estimate"].notna() & eff["lo"].isna()]
+    if boot.empty:
+        return []
+    if n_items < 2:
+        return [f"{n_items} item: an item bootstrap cannot estimate uncertainty (every replicate resamples the same "
+                "item); its intervals and p-values are withheld — audit more items"]
+    shown = ", ".join(sorted({f"{r.condition} ({r.metric})" for r in boot.itertuples()})[:5])
+    return [f"no spread across items for {shown}: every item differs by the same amount (identical conditions: 0), "
+            "so the item bootstrap has nothing to resample and its interval is withheld; with "
+            f"{n_items} items and no item that differs, the effect is bounded only to about ±{300 / n_items:.0f} "
+            "percentage points (rule of three)"]
+

@@ -213,9 +213,18 @@ def item_bootstrap(key, d, obs, n_boot: int, *, ci_prob: float = 0.95, alternati
         p = n_le / b1
     else:
         p = n_ge / b1
-    ok = jnp.isfinite(est)
-    return {"estimate": est, "se": jnp.nanstd(draws, axis=0, ddof=1), "lo": jnp.where(ok, lo, jnp.nan),
-            "hi": jnp.where(ok, hi, jnp.nan), "p": jnp.where(ok, p, jnp.nan), "draws": draws}
+    # The independent units are the items judged on both sides. One item resamples to
+    # itself (every replicate identical: a zero-width interval and p = 2/(B+1) claimed
+    # certainty, issue 35); items that all differ by the same amount (identical
+    # conditions: all 0) have nothing to resample either. Then the interval is withheld
+    # (NaN, and AuditResult's note says why); with one item the p-value too.
+    n_units = o.sum(0)
+    spread = jnp.max(jnp.where(obs, d0, -jnp.inf), axis=0) - jnp.min(jnp.where(obs, d0, jnp.inf), axis=0)
+    ok = jnp.isfinite(est) & (n_units >= 2)
+    shown = ok & (spread > tie)
+    return {"estimate": est, "se": jnp.nanstd(draws, axis=0, ddof=1), "lo": jnp.where(shown, lo, jnp.nan),
+            "hi": jnp.where(shown, hi, jnp.nan), "p": jnp.where(ok, p, jnp.nan), "draws": draws,
+            "n_items": n_units}
 
 
 def _discordance(x_c, x_ref, both):

@@ -20,7 +20,7 @@ def _pair_labels(names) -> list[str]:
 
 
 def to_datatree(draws: Draws, design: Design, layout: Layout, mask: np.ndarray, *, prompt_effect: bool | str,
-                keep_prompt_effects: bool, attrs: dict | None = None):
+                keep_prompt_effects: bool, attrs: dict | None = None, gbar_weights=None):
     """ArviZ DataTree (``posterior``, ``sample_stats``) with named coordinates.
 
     Dims: ``parameter`` (free θ coordinates, labelled as ``Layout.theta_labels``),
@@ -34,7 +34,7 @@ def to_datatree(draws: Draws, design: Design, layout: Layout, mask: np.ndarray, 
     # the sd of a pair's score difference over prompts: σ_u for the slot shift, √2 σ_u for
     # the prompt × candidate effect (u_{g,i} − u_{g,j} with zero-sum u_g)
     diff_sd = draws.sigma * (np.sqrt(2.0) if kind == "candidate" else 1.0)
-    t = targets_of_draws(draws.theta, diff_sd, jax.numpy.asarray(free, jax.numpy.int32), layout)
+    t = targets_of_draws(draws.theta, diff_sd, jax.numpy.asarray(free, jax.numpy.int32), layout, gbar_weights)
     t = jax.tree_util.tree_map(np.asarray, t)
     c = design.n_cand
     iu = np.triu_indices(c, 1)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import arviz_stats
 import numpy as np
 import xarray as xr
@@ -29,9 +31,14 @@ def compute_diagnostics(idata: xr.DataTree, settings: NutsSettings) -> dict:
     so the diagnostics are taken over ``theta``, ``sigma_prompt`` and ``z_prompt``.
     """
     names = [n for n in SAMPLED if n in idata.posterior.data_vars]
-    rhat = arviz_stats.rhat(idata, var_names=names)
-    ess_bulk = arviz_stats.ess(idata, var_names=names, method="bulk")
-    ess_tail = arviz_stats.ess(idata, var_names=names, method="tail", prob=TAIL_PROB)
+    # Draws that never move (--warmup 0 leaves a step size that rejects everything) have
+    # zero variance: R-hat and ESS are then NaN, which the messages below say in words;
+    # numpy's "invalid value" warnings would only leak the arithmetic to the user.
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)
+        rhat = arviz_stats.rhat(idata, var_names=names)
+        ess_bulk = arviz_stats.ess(idata, var_names=names, method="bulk")
+        ess_tail = arviz_stats.ess(idata, var_names=names, method="tail", prob=TAIL_PROB)
 
     def extreme(ds, fn):
         best_val, best_name = None, None

@@ -15,6 +15,7 @@ from ..model.problem import prepare
 from ..infer.sandwich import INDEPENDENCE_NOTE
 from ..model.spec import ModelSpec
 from ..runtime.validate import OscarInputError, check_choice, check_ci_prob
+from ..fit import fit
 from ._datatree import to_datatree
 from ._diagnostics import compute_diagnostics
 from ._model import Priors, effect_kind, model_data
@@ -62,6 +63,32 @@ def _progress_wanted(show_progress: bool | None) -> bool:
     if show_progress is not None:
         return bool(show_progress)
     return os.environ.get("OSCAR_PROGRESS") not in ("0", "false", "no", "")
+
+
+def point_fit_flags(problem, seed: int) -> tuple[str | None, object]:
+    """(separation note or None, γ̄ weights) of the penalized point fit, for a posterior.
+
+    The note: where the likelihood keeps
+    rising towards ±∞ the N(0, 1/λ) prior alone bounds the posterior, so the intervals of
+    those quantities say what the prior says, not the data (issue 35: bayes had no such flag).
+
+    The penalized point fit is the posterior mode's approximation and costs a fraction of
+    the sampling; its identification (:mod:`oscar_jax.infer.identification`) is the one
+    separation check, and its :attr:`~oscar_jax.results.fit.FitResult.gbar_weights` the
+    judges every draw's γ̄ averages, so the posterior's x = γ̄·s is the fit's estimand.
+    """
+    point = fit(problem, starts=1, seed=int(seed), warn=False)
+    ident = point.identification
+    if not ident.separated_quantities:
+        return None, point.gbar_weights
+    shown = ", ".join(ident.separated_quantities[:8]) + (" …" if len(ident.separated_quantities) > 8 else "")
+    return (f"separation: the likelihood keeps rising as {shown} move towards ±∞ (point-fit check), so the data do "
+            "not bound them; their posterior intervals are the prior N(0, 1/λ)'s, not the data's"), point.gbar_weights
+
+
+def separation_note(problem, seed: int) -> str | None:
+    """The separation note of :func:`point_fit_flags` alone."""
+    return point_fit_flags(problem, seed)[0]
 
 
 def fit_bayes(data, model: str | ModelSpec | None = None, *, prompt_effect: bool | str | None = None, priors: Priors | None = None,
@@ -203,13 +230,16 @@ def fit_bayes(data, model: str | ModelSpec | None = None, *, prompt_effect: bool
         notes.append(f"prompt effect ({'prompt × candidate' if kind == 'candidate' else 'slot shift'}): "
                      "q is averaged over prompts (E_z σ(h + γ̄ σ_u z)); s, γ, κ, β are on the "
                      "prompt-conditional scale, larger in magnitude than the point fit's")
+    note, gbar_weights = point_fit_flags(problem, seed)
+    if note:
+        notes.append(note)
     keep = (design.n_clusters <= MAX_STORED_PROMPTS) if keep_prompt_effects is None else bool(keep_prompt_effects)
     n_clusters = design.n_clusters if kind else None
     md = model_data(design.arrays, mask, resolved, layout, prompt_effect=prompt_effect)
     if method == "svi":
         return fit_bayes_svi(problem, mask=mask, priors=resolved, md=md, prompt_effect=prompt_effect,
                              n_clusters=n_clusters, keep_prompt_effects=keep, notes=notes, seed=seed, ci_prob=ci_prob,
-                             ci_kind=ci_kind, settings=svi, warn=warn)
+                             ci_kind=ci_kind, settings=svi, warn=warn, gbar_weights=gbar_weights)
     start = time.perf_counter()
     warm, info = {}, {}
     if init == "svi":
@@ -230,7 +260,7 @@ def fit_bayes(data, model: str | ModelSpec | None = None, *, prompt_effect: bool
              "inference_library": "numpyro", "sampler": "NUTS (vectorized chains)",
              "nuts_init": f"svi ({info['svi_guide']}, {info['svi_steps']} steps)" if init == "svi" else init}
     idata = to_datatree(out, design, layout, mask, prompt_effect=prompt_effect, keep_prompt_effects=True,
-                        attrs=attrs)
+                        attrs=attrs, gbar_weights=gbar_weights)
     diagnostics = compute_diagnostics(idata, settings)
     if kind and not keep:
         ds = idata.posterior.to_dataset()
@@ -238,7 +268,7 @@ def fit_bayes(data, model: str | ModelSpec | None = None, *, prompt_effect: bool
     result = BayesResult(design=design, spec=spec, effective_spec=eff, layout=layout, mask=mask, priors=resolved,
                          settings=settings, prompt_effect=prompt_effect, seed=int(seed), idata=idata,
                          diagnostics=diagnostics, notes=tuple(notes), ci_prob=ci_prob, ci_kind=ci_kind,
-                         timing={"sampling_s_including_compile": elapsed,
+                         gbar_weights=gbar_weights, timing={"sampling_s_including_compile": elapsed,
                                  **{k: v for k, v in info.items() if k.endswith("_s")}})
     if warn:
         result.warn_if_poor(stacklevel=2)

@@ -92,6 +92,7 @@ class BayesResult:
     ci_prob: float = 0.95
     timing: dict | None = None
     ci_kind: str = "eti"
+    gbar_weights: np.ndarray | None = None  # the point fit's γ̄ judges (FitResult.gbar_weights); None: every judge
 
     # ------------------------------------------------------------------ draws
     def draws(self, name: str) -> np.ndarray:
@@ -122,7 +123,7 @@ class BayesResult:
     @cached_property
     def _population_targets(self):
         """Targets (s, x, log κ, …) of every :meth:`population_theta` draw, one compiled call."""
-        return jax.tree_util.tree_map(np.asarray, targets_batch_jit(self.population_theta(), self.layout))
+        return jax.tree_util.tree_map(np.asarray, targets_batch_jit(self.population_theta(), self.layout, self.gbar_weights))
 
     def population(self, name: str) -> np.ndarray:
         """(chains, draws, …) draws of ``"s"``, ``"x"`` (average-judge logit γ̄·s) or ``"kappa"`` on the
@@ -133,8 +134,9 @@ class BayesResult:
             t = self._population_targets
             values = {"s": t.s, "x": t.x, "kappa": np.exp(t.log_kappa)}[name]
             return values.reshape(lead + values.shape[1:])
-        if name == "x":  # γ̄ = mean_k γ_k per draw, as in sandwich.targets
-            return self.draws("gamma").mean(axis=-1)[..., None] * self.draws("s")
+        if name == "x":  # γ̄ per draw over the point fit's γ̄ judges, as in sandwich.targets
+            w = np.ones(self.design.n_judge) if self.gbar_weights is None else np.asarray(self.gbar_weights)
+            return ((self.draws("gamma") @ w) / w.sum())[..., None] * self.draws("s")
         return self.draws(name)
 
     # The draw protocol (oscar_jax.results.intervals.Draws): the point estimate is the
@@ -146,7 +148,7 @@ class BayesResult:
         theta = self.population_theta()
         ok = np.all(np.isfinite(theta), axis=1)
         t = (self._population_targets if self.prompt_effect
-             else jax.tree_util.tree_map(np.asarray, targets_batch_jit(theta, self.layout)))
+             else jax.tree_util.tree_map(np.asarray, targets_batch_jit(theta, self.layout, self.gbar_weights)))
         return Draws(theta=theta[ok], targets=jax.tree_util.tree_map(lambda a: a[ok], t), kind=self.ci_kind,
                      source="bayes", n_failed=int((~ok).sum()))
 

@@ -247,13 +247,13 @@ class PosteriorTargets(NamedTuple):
     beta: dict            # term → (K,) or (K, U) coefficients of the bias blocks present
 
 
-def posterior_targets(theta_free, sigma, free, layout: Layout) -> PosteriorTargets:
+def posterior_targets(theta_free, sigma, free, layout: Layout, weights=None) -> PosteriorTargets:
     """Targets of one draw: θ rebuilt with zeros at fixed coordinates, then ``sandwich.targets``.
 
     theta_free : (F,), sigma : () σ_u (0 for the plain model), free : (F,) θ indices.
     """
     theta = jnp.zeros(layout.n_theta, theta_free.dtype).at[free].set(theta_free)
-    t = targets(theta, layout)
+    t = targets(theta, layout, weights)  # weights: the point fit's γ̄ judges (None: every judge)
     # σ_u = 0 (the plain model): q = σ(h) exactly, without 401 quadrature nodes per pair.
     q = jax.lax.cond(sigma > 0, lambda: marginal_win_prob(t.h, t.gamma_bar, sigma), lambda: jax.nn.sigmoid(t.h))
     q_field = field_probability(q)
@@ -268,9 +268,9 @@ def posterior_targets(theta_free, sigma, free, layout: Layout) -> PosteriorTarge
 
 
 @partial(jax.jit, static_argnames=("layout",))
-def targets_of_draws(theta, sigma, free, layout: Layout) -> PosteriorTargets:
+def targets_of_draws(theta, sigma, free, layout: Layout, weights=None) -> PosteriorTargets:
     """:func:`posterior_targets` over (C, S) draws."""
-    fn = lambda th, sg: posterior_targets(th, sg, free, layout)  # noqa: E731
+    fn = lambda th, sg: posterior_targets(th, sg, free, layout, weights)  # noqa: E731
     # One draw at a time: the prompt-averaged q holds QUAD_NODES × C² values per draw
     # (8 MB at C = 50; all 4000 draws at once needed 32 GB), and under vmap the σ_u = 0
     # shortcut in posterior_targets would turn into computing both branches.

@@ -126,7 +126,7 @@ def mode_start(problem, md, mask, seed: int):
 
 def fit_bayes_svi(problem: Problem, *, mask, priors, md: ModelData, prompt_effect: str | bool,
                   n_clusters: int | None, keep_prompt_effects: bool, notes: list, seed: int, ci_prob: float,
-                  ci_kind: str, settings: SviSettings | None, warn: bool):
+                  ci_kind: str, settings: SviSettings | None, warn: bool, gbar_weights=None):
     """The SVI branch of :func:`~oscar_jax.bayes.fit_bayes` (validated inputs in, BayesResult out).
 
     ``notes`` are the problem's notes followed by those of the Bayesian set-up.
@@ -154,7 +154,7 @@ def fit_bayes_svi(problem: Problem, *, mask, priors, md: ModelData, prompt_effec
     attrs = {"oscar_model": eff.name, "prompt_effect": prompt_effect or "none", "seed": int(seed),
              "inference_library": "numpyro", "sampler": f"SVI ({guide_name(settings)}, optax Adam, {settings.steps} steps)"}
     idata = to_datatree(draws, design, layout, mask, prompt_effect=prompt_effect,
-                        keep_prompt_effects=keep_prompt_effects, attrs=attrs)
+                        keep_prompt_effects=keep_prompt_effects, attrs=attrs, gbar_weights=gbar_weights)
     idata["sample_stats"] = svi_sample_stats(losses)
     notes = list(notes) + [NARROW_WARNING]
     if batch is not None:
@@ -162,7 +162,7 @@ def fit_bayes_svi(problem: Problem, *, mask, priors, md: ModelData, prompt_effec
     result = BayesResult(design=design, spec=spec, effective_spec=eff, layout=layout, mask=mask, priors=priors,
                          settings=settings, prompt_effect=prompt_effect, seed=int(seed), idata=idata,
                          diagnostics=diagnostics, notes=tuple(notes), ci_prob=ci_prob, ci_kind=ci_kind,
-                         timing={"point_fit_s": point_s, "svi_s_including_compile": svi_s})
+                         gbar_weights=gbar_weights, timing={"point_fit_s": point_s, "svi_s_including_compile": svi_s})
     if warn:
         warnings.warn(VariationalWarning(NARROW_WARNING), stacklevel=3)
         result.warn_if_poor(stacklevel=3)

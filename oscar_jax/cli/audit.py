@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..runtime.validate import OscarInputError
-from .common import emit, emit_json
+from .common import seed_arg, emit, emit_json
 
 DESCRIPTIONS = {
     "audit": (
@@ -63,7 +63,7 @@ def add_arguments(parser, command: str):
     svi.add_argument("--svi-steps", type=int, default=None, help="SVI optimizer steps (default 2000)")
     svi.add_argument("--learning-rate", type=float, default=None, help="peak Adam learning rate (default 0.08)")
     parser.add_argument("--ci-prob", type=float, default=0.95, help="interval level (default 0.95)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the bootstrap and the sampler (default 0)")
+    parser.add_argument("--seed", type=seed_arg, default=0, help="seed of the bootstrap and the sampler (default 0)")
     parser.add_argument("--format", choices=["table", "json"], default="table", help="output format")
     parser.add_argument("--out", default=None, metavar="DIR",
                         help="write conditions.csv, effects.csv, paper_table.csv, result.json and effects.png here")
@@ -99,19 +99,21 @@ def run(args) -> int:
                    n_boot=args.n_boot, seed=args.seed, equal_var=not args.welch, bayes=not args.no_bayes,
                    bayes_options=_bayes_options(args))
     payload = result.to_dict()
-    plots = []
+    plots, shown = [], []
     if args.out:
         write_tables(args.out, {"conditions": result.conditions(), "effects": result.effects(),
                                 "paper_table": result.paper_table()}, payload)
         plots.append(Path(args.out) / "effects.png")
+        shown.append(Path(getattr(args, "out_shown", args.out)) / "effects.png")
     if args.plot:
         plots.append(Path(args.plot))
+        shown.append(Path(args.plot))
     for path in plots:
         result.plot(path)
     if args.format == "json":
         emit_json(payload)
     else:
         emit(result.report())
-        for path in plots:
+        for path in shown:
             emit(f"plot written to {path}")
     return 0

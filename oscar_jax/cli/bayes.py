@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..runtime.validate import CI_KINDS
 from .bootstrap import add_scale_arguments
-from .common import add_data_arguments, emit, emit_json, problem_from_args
+from .common import seed_arg, add_data_arguments, emit, emit_json, problem_from_args
 
 DESCRIPTIONS = {
     "bayes": (
@@ -26,7 +26,7 @@ def add_arguments(parser, command: str):
     parser.add_argument("--chains", type=int, default=4, help="NUTS chains, run in parallel (default 4)")
     parser.add_argument("--warmup", type=int, default=1000, help="adaptation iterations per chain (default 1000)")
     parser.add_argument("--draws", type=int, default=1000, help="kept draws per chain (default 1000)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of initial values and trajectories (default 0)")
+    parser.add_argument("--seed", type=seed_arg, default=0, help="seed of initial values and trajectories (default 0)")
     effect = parser.add_mutually_exclusive_group()
     effect.add_argument("--prompt-effect", nargs="?", const="candidate", default=None, choices=["candidate", "slot"],
                         help="prompt random effect: candidate (default when at least half of the records share "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..runtime.validate import SCORE_SCALES
 from ..runtime.multiprocess import add_process_arguments
-from .common import add_data_arguments, add_output_arguments, emit, emit_json, problem_from_args
+from .common import seed_arg, add_data_arguments, add_output_arguments, emit, emit_json, problem_from_args
 
 DESCRIPTIONS = {
     "bootstrap": (
@@ -20,7 +20,7 @@ DESCRIPTIONS = {
 def add_arguments(parser, command: str):
     add_data_arguments(parser, model=True)
     parser.add_argument("--replicates", type=int, default=500, help="bootstrap replicates (default 500)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the resampling and the random start (default 0)")
+    parser.add_argument("--seed", type=seed_arg, default=0, help="seed of the resampling and the random start (default 0)")
     parser.add_argument("--ci-prob", type=float, default=0.95, help="interval level (default 0.95)")
     parser.add_argument("--ridge", type=float, default=None, help="ridge λ (default 0.05)")
     parser.add_argument("--chunk-size", type=int, default=None,
@@ -44,7 +44,7 @@ def run(args) -> int:
     import pandas as pd
 
     from ..bootstrap import bootstrap  # the numeric stack, once the data are known to be good
-    from ..report.render import write_tables
+    from ..report.render import csv_text, write_tables
     from ..report.text import bootstrap_report
 
     boot = bootstrap(problem, replicates=args.replicates, seed=args.seed, ci_prob=args.ci_prob,
@@ -58,7 +58,7 @@ def run(args) -> int:
     if args.format == "json":
         emit_json(payload)
     elif args.format == "csv":
-        emit(lb.to_csv(index=False))
+        emit(csv_text(lb))
     else:
         emit(bootstrap_report(boot, args.scale, args.anchor))
     return 0

@@ -8,6 +8,19 @@ from pathlib import Path
 
 from ..runtime.validate import SCHEMA_NAMES, OscarInputError
 
+
+def seed_arg(text: str) -> int:
+    """argparse type of every --seed: an integer in [0, 2⁶³ − 1] (a larger one overflowed deep in the fit)."""
+    import argparse
+
+    from ..runtime.validate import check_seed
+
+    try:
+        return check_seed("the seed", int(text))
+    except (ValueError, OscarInputError) as exc:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a seed: give an integer in [0, 2**63 - 1]") from exc
+
+
 MODELS_HELP = ("oscar (a sensitivity per judge + position, length and own-family biases), j (sensitivity only), "
                "j+p / j+l / j+f (+ one bias: position, length, family), bt (plain Bradley–Terry), bt+plf (one "
                "shared sensitivity + the three biases), davidson+plf (same, ties modelled); combine letters, e.g. "

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .common import emit, emit_json
+from .common import seed_arg, emit, emit_json
 
 DESCRIPTIONS = {
     "demo": (
@@ -17,7 +17,7 @@ DESCRIPTIONS = {
 
 def add_arguments(parser, command: str):
     parser.add_argument("--n-prompts", type=int, default=2000, help="prompts (N = 5 × prompts; default 2000)")
-    parser.add_argument("--seed", type=int, default=0, help="simulation seed (default 0)")
+    parser.add_argument("--seed", type=seed_arg, default=0, help="simulation seed (default 0)")
     parser.add_argument("--format", choices=["table", "json"], default="table")
 
 

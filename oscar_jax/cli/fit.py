@@ -8,9 +8,10 @@ self-contained HTML page to share.
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 from ..runtime.validate import CI_SOURCES, SCORE_SCALES, OscarInputError, check_ci_prob, check_positive_int, resolve_name
-from .common import add_data_arguments, add_output_arguments, emit, emit_json, problem_from_args
+from .common import add_data_arguments, add_output_arguments, seed_arg, emit, emit_json, problem_from_args
 
 DESCRIPTIONS = {
     "fit": "Fit a model by penalized maximum likelihood and report candidates, judges and win "
@@ -33,7 +34,7 @@ def add_arguments(parser, command: str):
     if command == "report":
         parser.add_argument("--ci", choices=["sandwich", "model"], default="sandwich",
                             help="interval source: prompt-cluster sandwich (default) or model-based")
-        parser.add_argument("--seed", type=int, default=0, help="seed of the random second start (default 0)")
+        parser.add_argument("--seed", type=seed_arg, default=0, help="seed of the random second start (default 0)")
         parser.add_argument("-o", "--output", default="report.html", metavar="FILE.html",
                             help="where to write the page (default report.html)")
         return
@@ -59,7 +60,7 @@ def add_arguments(parser, command: str):
                         help="with --ci bayes: sample the model without the prompt × candidate effect (much "
                              "faster; its intervals assume independent records and are too narrow under prompt "
                              "dependence: on MT-Bench about half the sandwich's width)")
-    parser.add_argument("--seed", type=int, default=0,
+    parser.add_argument("--seed", type=seed_arg, default=0,
                         help="seed of the random second start and of the bootstrap/posterior (default 0)")
     add_output_arguments(parser, formats=("table", "json", "csv", "fastchat"))
 
@@ -100,9 +101,10 @@ def _fit(args) -> int:
     from ..fit import companion_fits, fit, small_data_advice
     from ..infer.sandwich import INDEPENDENCE_NOTE
     from ..report.leaderboard import FASTCHAT_ANCHOR, arena_text, fastchat_csv
-    from ..report.render import fill, write_tables
+    from ..report.render import csv_text, fill, write_tables
     from ..report.text import fit_report, header, judges_text, strong_weight_note, win_text
     from ..results.boards import as_draws, parse_anchor, prepare_board_program
+    from ..results.intervals import few_draws_note
 
     design = problem.design
     anchor_note = None
@@ -122,7 +124,7 @@ def _fit(args) -> int:
     result = fit(problem, seed=args.seed, ci_prob=ci_prob)
     wald = "sandwich" if draw_based else args.ci
     no_effect = bool(getattr(args, "no_prompt_effect", False))
-    draws = as_draws(_draw_source(args, result), result.layout, args.ci) if draw_based else None
+    draws = as_draws(_draw_source(args, result), result.layout, args.ci, result.gbar_weights) if draw_based else None
     lb = result.leaderboard(wald, scale=args.scale, anchor=anchor, draws=draws)
     payload = result.to_dict(wald, scale=args.scale, anchor=anchor, draws=draws)
     notes = []
@@ -133,6 +135,10 @@ def _fit(args) -> int:
                         "; the judge and win-probability tables below are prompt-cluster sandwich"))
         if draws.n_failed:
             notes.append(f"{draws.n_failed} {args.ci} draws failed their checks and were left out")
+        few = few_draws_note(len(draws.theta), ci_prob, f"{args.ci} draws",
+                             "--replicates" if args.ci == "bootstrap" else "more draws")
+        if few:
+            notes.append(few)
     notes += small_data_advice(result, ci=wald, ridge=args.ridge, seed=args.seed, board=lb)
     if strong_weight_note(args.strong_weight):
         notes.append(strong_weight_note(args.strong_weight))
@@ -150,6 +156,9 @@ def _fit(args) -> int:
         win_table = result.win_matrix(wald, draws=draws) if draw_based else None
         plots = write_fit_plots(result, args.plots, board=lb, j_fit=j_fit, pos_fit=pos_fit, ci=wald,
                                 win_table=win_table)
+        # The files are written to a staging folder and moved at the end (cli.main): report where they will be.
+        final = Path(getattr(args, "plots_shown", args.plots))
+        plots = {k: final / Path(v).relative_to(args.plots) for k, v in plots.items()}
         payload["plots"] = {k: str(v) for k, v in plots.items()}
 
     if args.out:
@@ -158,7 +167,7 @@ def _fit(args) -> int:
     if args.format == "json":
         emit_json(payload)
     elif args.format == "csv":
-        emit(lb.to_csv(index=False))
+        emit(csv_text(lb))
     elif args.format == "fastchat":
         elo = lb if args.scale == "elo" else result.leaderboard(
             wald, scale="elo", anchor=None if args.scale == "winrate" else anchor, draws=draws)
@@ -178,7 +187,7 @@ def _fit(args) -> int:
             text += "\n\n" + fill("plots: " + ", ".join(str(p) for p in plots.values()))
         emit(text)
     if plots and args.format != "table":
-        print(f"oscar fit: wrote {len(plots)} plots to {args.plots}", file=sys.stderr)
+        print(f"oscar fit: wrote {len(plots)} plots to {getattr(args, 'plots_shown', args.plots)}", file=sys.stderr)
     return 0
 
 

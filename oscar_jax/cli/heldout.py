@@ -7,7 +7,7 @@ with human votes: Spearman and held-out human-vote log loss (Appendix F).
 
 from __future__ import annotations
 
-from .common import MODELS_HELP, add_data_arguments, add_output_arguments, design_from_args, emit, emit_json
+from .common import seed_arg, MODELS_HELP, add_data_arguments, add_output_arguments, design_from_args, emit, emit_json
 
 DESCRIPTIONS = {
     "compare": (
@@ -39,7 +39,7 @@ def add_arguments(parser, command: str):
                             help="models to compare, comma-separated; gains are against the first (default j,j+p,oscar)")
         parser.add_argument("--replicates", type=int, default=200, help="prompt-bootstrap replicates (default 200; 0 = none)")
         parser.add_argument("--groups", type=int, default=5, help="prompt groups of the held-out calibration (default 5)")
-        parser.add_argument("--seed", type=int, default=0, help="seed of the prompt groups and the bootstrap (default 0)")
+        parser.add_argument("--seed", type=seed_arg, default=0, help="seed of the prompt groups and the bootstrap (default 0)")
         parser.add_argument("--ci-prob", type=float, default=0.95, help="interval level (default 0.95)")
         add_output_arguments(parser, formats=("table", "json"))
         return
@@ -47,13 +47,13 @@ def add_arguments(parser, command: str):
                         help=f"comma-separated models: {MODELS_HELP} (default: the seven of Table 1, "
                              "j,j+p,j+l,j+f,bt+plf,davidson+plf,oscar)")
     parser.add_argument("--folds", type=int, default=3, help="number of prompt-cluster folds (default 3)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the fold assignment (default 0)")
+    parser.add_argument("--seed", type=seed_arg, default=0, help="seed of the fold assignment (default 0)")
     parser.add_argument("--paired-bootstrap", type=int, default=0, metavar="R",
                         help="replicates of the paired refit bootstrap (0 = none; the paper uses 200)")
     parser.add_argument("--pairs", default=None, metavar="A:B,...",
                         help="contrasts for the bootstrap, e.g. j:j+p,bt+plf:oscar (difference LL(A) − LL(B), "
                              "positive favours B; default: Table E2's J:J+P, J+P:OSCAR, BT+PLF:OSCAR where present)")
-    parser.add_argument("--bootstrap-seed", type=int, default=None, help="seed of the resampling (default --seed)")
+    parser.add_argument("--bootstrap-seed", type=seed_arg, default=None, help="seed of the resampling (default --seed)")
     parser.add_argument("--ci-prob", type=float, default=0.95, help="interval level (default 0.95)")
     parser.add_argument("--chunk-size", type=int, default=None, help="refits per compiled call (default automatic)")
     add_output_arguments(parser)
@@ -66,7 +66,7 @@ def run(args) -> int:
 def _compare(args) -> int:
     design = design_from_args(args)
     from ..compare import DEFAULT_MODELS, compare  # the numeric stack, once the data are known to be good
-    from ..report.render import write_tables
+    from ..report.render import csv_text, write_tables
     from ..report.text import compare_report
 
     models = [m.strip() for m in args.models.split(",") if m.strip()] if args.models is not None else DEFAULT_MODELS
@@ -83,7 +83,7 @@ def _compare(args) -> int:
     if args.format == "json":
         emit_json(payload)
     elif args.format == "csv":
-        emit(res.table().to_csv(index=False))
+        emit(csv_text(res.table()))
     else:
         emit(compare_report(res))
     return 0

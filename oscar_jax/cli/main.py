@@ -167,12 +167,34 @@ def main(argv=None) -> int:
             launched = cli_start(args, argv)
             if launched is not None:
                 return launched
-            return int(args._run(args) or 0)
+            return _run_staged(args)
     except OscarInputError as exc:
         print(f"oscar {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:  # a full disk or a folder removed mid-run: the user's to fix, not a traceback
+        from ..runtime.validate import os_error_message
+
+        print(f"oscar {args.command}: error: could not write the output: {os_error_message(exc)}; free space or "
+              "choose another --out (no file of this run was left in it)", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         return 130
+
+
+def _run_staged(args) -> int:
+    """Run the command with its --out and --plots folders staged (:func:`~oscar_jax.runtime.validate.staged_outputs`):
+    a run leaves all its files or none."""
+    from contextlib import ExitStack
+
+    from ..runtime.validate import staged_outputs
+
+    with ExitStack() as stack:
+        for attr in ("out", "plots"):
+            folder = getattr(args, attr, None)
+            if folder:
+                setattr(args, f"{attr}_shown", folder)
+                setattr(args, attr, str(stack.enter_context(staged_outputs(folder))))
+        return int(args._run(args) or 0)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ from pathlib import Path
 from ..model.plan_request import (EXPLORE, OUTPUT_SUFFIXES, TARGET_HELP, check_budget, check_explore, check_model,
                                   parse_costs, parse_target)
 from ..runtime.validate import OscarInputError, check_ci_prob, check_positive_int
-from .common import MODELS_HELP, add_data_arguments, emit, emit_json, problem_from_args
+from .common import MODELS_HELP, add_data_arguments, emit, emit_json, problem_from_args, seed_arg
 
 DESCRIPTIONS = {
     "plan": (
@@ -39,7 +39,7 @@ def add_arguments(parser, command: str):
                         help="where new judgments go: a file of prompt ids (column prompt or question_id), or of "
                              "judgments (prompt, candidate_a, candidate_b, judge) to choose among; default: new "
                              "prompt ids new-1, … for you to fill")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the fit, tie-breaks, placement and Monte Carlo "
+    parser.add_argument("--seed", type=seed_arg, default=0, help="seed of the fit, tie-breaks, placement and Monte Carlo "
                                                             "(default 0)")
     parser.add_argument("--explore", type=float, default=EXPLORE, metavar="SHARE",
                         help=f"share of the budget spent at random over pairs, orders and judges, so that no "

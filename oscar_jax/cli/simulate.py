@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ..runtime.multiprocess import add_process_arguments
 from ..runtime.validate import OscarInputError
-from .common import emit, emit_json
+from .common import seed_arg, emit, emit_json
 
 DESCRIPTIONS = {
     "simulate": (
@@ -46,7 +46,7 @@ def add_arguments(parser, command: str):
     parser.add_argument("--reps", type=int, default=100, help="replicates per setting (default 100)")
     parser.add_argument("--methods", default=None,
                         help="models to fit (default j,j+p,j+l,j+f,oscar; any j+... combination)")
-    parser.add_argument("--seed", type=int, default=0, help="base seed (default 0)")
+    parser.add_argument("--seed", type=seed_arg, default=0, help="base seed (default 0)")
     parser.add_argument("--c", default="1", metavar="C,...", help="bias multiplier(s) c (default 1)")
     parser.add_argument("--rho", default="0.6", metavar="RHO,...", help="within-prompt dependence ρ (default 0.6)")
     parser.add_argument("--controls", action="store_true",
@@ -90,21 +90,43 @@ def _settings(args, ns: list[int], methods: list[str]) -> tuple[list, dict | Non
     return settings, restrict
 
 
-def _comparisons(args, methods: tuple[str, ...], result) -> list[tuple[str, str]]:
-    if args.compare:
-        pairs = []
-        for text in args.compare:
-            if text.count(":") != 1:
-                raise OscarInputError(f"--compare takes A:B (e.g. oscar:j), got {text!r}")
-            a, b = text.split(":")
-            pairs.append((result.method_name(a), result.method_name(b)))
-        return pairs
-    if "OSCAR" in methods:
-        return [("OSCAR", m) for m in methods if m != "OSCAR"]
-    return []
+def _comparisons(args, methods: list) -> list[tuple[str, str]]:
+    """The --compare pairs as display names, checked against ``methods`` before the sweep runs."""
+    from ..sweep.settings import method_spec
+
+    names = [method_spec(m).name for m in methods]
+    if not args.compare:
+        return [("OSCAR", m) for m in names if m != "OSCAR"] if "OSCAR" in names else []
+    pairs = []
+    for text in args.compare:
+        if text.count(":") != 1:
+            raise OscarInputError(f"--compare takes A:B (e.g. oscar:j), got {text!r}")
+        pair = []
+        for part in text.split(":"):
+            try:
+                name = method_spec(part.strip()).name
+            except (OscarInputError, ValueError):
+                name = None
+            if name not in names:
+                raise OscarInputError(f"--compare {text!r}: {part.strip()!r} is not among the methods run "
+                                      f"({', '.join(names)}); name two of them, e.g. --compare oscar:j")
+            pair.append(name)
+        pairs.append(tuple(pair))
+    return pairs
+
+
+def _check_options(args) -> None:
+    """Every option that is not the sweep's own argument, checked before minutes of sweeping."""
+    if not 0.0 < args.level < 1.0:
+        raise OscarInputError(f"--level must lie strictly between 0 and 1, got {args.level}; e.g. --level 0.95")
+    if args.chunk is not None and args.chunk < 1:
+        raise OscarInputError(f"--chunk must be an integer ≥ 1, got {args.chunk}")
+    if args.control_n < 1:
+        raise OscarInputError(f"--control-n must be a positive multiple of the judges, got {args.control_n}")
 
 
 def run(args) -> int:
+    _check_options(args)
     if args.compilation_cache:
         import jax
 
@@ -112,16 +134,16 @@ def run(args) -> int:
         jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
     import pandas as pd
 
-    from ..report.render import fill, render_table, write_tables
+    from ..report.render import csv_text, fill, render_table, write_tables
     from ..sweep import DEFAULT_METHODS, DEFAULT_NS, sweep
 
     ns = list(DEFAULT_NS) if args.n is None else _numbers(args.n, "--n", int)
     methods = list(DEFAULT_METHODS) if args.methods is None else _methods(args.methods)
     settings, restrict = _settings(args, ns, methods)
+    pairs = _comparisons(args, methods)
     result = sweep(reps=args.reps, methods=methods, seed=args.seed, settings=settings, method_settings=restrict,
                    chunk=args.chunk, pad_ratio=args.pad_ratio, compile_ahead=not args.no_compile_ahead)
     table = result.table(args.level)
-    pairs = _comparisons(args, result.methods, result)
     diffs = [result.differences(a, b, args.level) for a, b in pairs]
     failures = result.failures()
     if args.out:
@@ -143,7 +165,7 @@ def run(args) -> int:
     if args.format == "json":
         emit_json(table.to_dict(orient="records"))
     elif args.format == "csv":
-        emit(table.to_csv(index=False))
+        emit(csv_text(table))
     elif args.format == "markdown":
         emit(result.to_markdown(args.level))
     else:

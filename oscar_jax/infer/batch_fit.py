@@ -157,13 +157,15 @@ class BatchFit:
         a sandwich requirement) are reported for information."""
         return {name: int(np.sum(~flags)) for name, flags in self.checks.items()}
 
-    def failure_summary(self) -> str:
+    def failure_summary(self, fate: str = "are left out", unit: str = "replicate fits") -> str:
+        """"k of B ``unit`` did not converge or failed a check and ``fate``: counts per check"
+        (``fate``: what the caller did with them)."""
         counts = self.failure_counts()
         parts = [f"{counts[n]} {_CHECK_LABELS[n]}" for n in REPLICATE_CHECKS if counts[n]]
         if not self.n_failed:
-            return f"all {self.n} replicate fits converged and passed their checks (Appendix B.3)"
-        head = (f"{self.n_failed} of {self.n} replicate fits did not converge or failed a check (Appendix B.3) "
-                "and are left out")
+            return f"all {self.n} {unit} converged and passed their checks (Appendix B.3)"
+        head = (f"{self.n_failed} of {self.n} {unit} did not converge or failed a check (Appendix B.3) "
+                f"and {fate}")
         return head + (": " + "; ".join(parts) if parts else "")
 
     @cached_property

@@ -51,8 +51,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["CONTRACTION_MIN", "INTERVAL_FLAGS", "Identification", "MIN_VOTES", "RECORDS_PER_COEF", "identify",
-           "zero_variance_message"]
+__all__ = ["CONTRACTION_MIN", "INTERVAL_FLAGS", "Identification", "MIN_VOTES", "RECORDS_PER_COEF",
+           "average_judge_weights", "constant_outcome_judges", "identify", "zero_variance_message"]
 
 CONTRACTION_MIN = 0.9   # below: the ridge supplies more than a tenth of the precision
 MIN_VOTES = 10          # records a candidate needs before its score is worth reading alone
@@ -86,9 +86,20 @@ class Identification:
     def candidate_flags_any(self) -> list[bool]:
         return [bool(f) for f in self.candidate_flags]
 
+    def gamma_undetermined(self) -> list[int]:
+        """Judges whose γ is separated or penalty-dominated: the ridge, not the data, sets it."""
+        return [kk for kk, terms in enumerate(self.judge_flag_terms)
+                if any("γ" in terms.get(flag, []) for flag in ("separated", "penalty-dominated"))]
+
     def messages(self, candidates, judges) -> list[str]:
         """One line per kind of flag, naming the quantities (for headers and warnings)."""
         out = []
+        left_out = [judges[kk] for kk in self.gamma_undetermined()]
+        if left_out:
+            kept = len(judges) - len(left_out)
+            out.append(f"average-judge scale: γ̄ averages the {kept} judge{'s' if kept != 1 else ''} whose "
+                       "γ the data determine; left out (γ set by the ridge): " + ", ".join(left_out[:8])
+                       + (" …" if len(left_out) > 8 else ""))
         if self.separated_quantities:
             out.append("separation: the likelihood keeps rising as " + ", ".join(self.separated_quantities[:8])
                        + (" …" if len(self.separated_quantities) > 8 else "")
@@ -105,10 +116,48 @@ class Identification:
         return out
 
 
-def zero_variance_message(names) -> str:
+def average_judge_weights(ident: Identification, n_judge: int) -> np.ndarray:
+    """(K,) weights of γ̄ = Σ w_k γ_k / Σ w_k, the one definition of the average-judge scale.
+
+    1 for a judge whose γ the data determine, 0 for one whose γ is separated or
+    penalty-dominated: such a γ is wherever the ridge holds it (a perfectly accurate judge's
+    γ grows without bound as λ → 0), and averaging it in would let λ set every score
+    x = γ̄·s. The reference judge (γ ≡ 1) always counts, so Σ w ≥ 1.
+    """
+    w = np.ones(n_judge)
+    w[ident.gamma_undetermined()] = 0.0
+    return w
+
+
+def zero_variance_message(names, *, n_clusters: int = 2, constant_judges=()) -> str:
+    """Why the sandwich intervals of ``names`` have no width, in the words of the real reason."""
+    shown = ", ".join(list(names)[:5]) + (" …" if len(names) > 5 else "")
+    if n_clusters < 2:
+        return (f"zero variance: 1 prompt cluster, so a prompt-cluster sandwich cannot estimate uncertainty "
+                f"(intervals of {shown} not estimable); use --ci model (it assumes independent records) or "
+                "give records of more than one prompt")
+    if constant_judges:
+        return ("zero variance: every record of judge " + ", ".join(list(constant_judges)[:5]) + " has the same "
+                "outcome, so the sandwich has no variation to measure (intervals of " + shown + " not estimable; "
+                "--ci model gives the model-based interval)")
     return ("zero variance: every residual is zero (e.g. all ties or one outcome repeated), so the sandwich "
-            "intervals of " + ", ".join(list(names)[:5]) + (" …" if len(names) > 5 else "")
-            + " would have no width for lack of information, not for certainty; not estimable")
+            "intervals of " + shown + " would have no width for lack of information, not for certainty; not estimable")
+
+
+def constant_outcome_judges(design) -> np.ndarray:
+    """(K,) whether every positive-weight record of each judge has the same outcome (all
+    ties, all slot A or all slot B): its sandwich variance then measures no sampling variation."""
+    stats = np.asarray(design.arrays.stats, dtype=float)
+    k = np.asarray(design.arrays.k)
+    w, wy, wt = stats[:, 0], stats[:, 1], stats[:, 2]
+    live = w > 0
+    out = np.zeros(design.n_judge, bool)
+    for kk in range(design.n_judge):
+        m = live & (k == kk)
+        if m.any():
+            out[kk] = (np.allclose(wt[m], w[m]) or (np.allclose(wy[m], w[m]) and not wt[m].any())
+                       or (not wy[m].any() and not wt[m].any()))
+    return out
 
 
 def _linear_rows(design, layout, theta, mask):

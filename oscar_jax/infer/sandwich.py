@@ -86,7 +86,14 @@ def field_probability(q):
     return jnp.sum(q * off, axis=1) / (c - 1)
 
 
-def targets(theta, layout: Layout) -> Targets:
+def targets(theta, layout: Layout, weights=None) -> Targets:
+    """Scores, log γ, log κ and the average-judge targets at θ.
+
+    ``weights`` (K,) weigh the judges in γ̄ = Σ w_k γ_k / Σ w_k: the fit's
+    :func:`~oscar_jax.infer.identification.average_judge_weights` (1 for a judge whose γ
+    the data determine, 0 for one only the ridge holds), so that the average-judge scale
+    is not made by the ridge; None weighs every judge alike (simulation truths).
+    """
     jac = jnp.asarray(layout.jacobian)
     phi = jac @ theta
     pb = layout.phi_blocks
@@ -95,7 +102,12 @@ def targets(theta, layout: Layout) -> Targets:
         log_gamma = phi[pb["v"]]
     else:
         log_gamma = jnp.zeros(layout.n_judge, theta.dtype)
-    gamma_bar = jnp.mean(jnp.exp(log_gamma))
+    gamma = jnp.exp(log_gamma)
+    if weights is None:
+        gamma_bar = jnp.mean(gamma)
+    else:
+        w = jnp.asarray(weights, gamma.dtype)
+        gamma_bar = jnp.sum(w * gamma) / jnp.sum(w)
     x = gamma_bar * s
     h = gamma_bar * (s[:, None] - s[None, :])
     rms = jnp.sqrt(jnp.mean(s ** 2))
@@ -117,8 +129,8 @@ def delta_se(fn, theta, cov):
     return jax.tree_util.tree_map(se, jac)
 
 
-def _target_se(theta, cov, layout: Layout) -> Targets:
-    return delta_se(lambda th: targets(th, layout), theta, cov)
+def _target_se(theta, cov, layout: Layout, weights=None) -> Targets:
+    return delta_se(lambda th: targets(th, layout, weights), theta, cov)
 
 
 register_pytree_names(Covariances, Targets)
@@ -139,8 +151,8 @@ target_se.__doc__ = "Delta-method standard errors of every field of :func:`targe
 targets_jit = persistent_jit(targets, static_argnames=("layout",), compiler_options=RUN_ONCE)
 
 
-def _targets_of_draws(draws, layout: Layout) -> Targets:
-    return jax.vmap(lambda th: targets(th, layout))(draws)
+def _targets_of_draws(draws, layout: Layout, weights=None) -> Targets:
+    return jax.vmap(lambda th: targets(th, layout, weights))(draws)
 
 
 targets_batch_jit = persistent_jit(_targets_of_draws, static_argnames=("layout",))

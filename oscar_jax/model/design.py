@@ -48,6 +48,11 @@ class DesignArrays(NamedTuple):
     pair_stats: jax.Array
 
 
+# The data's note when lengths are present but never differ within a record; the model's
+# note that drops L then gives this reason, not "no lengths" (issue 35: the two contradicted).
+_ZERO_LENGTHS = "lengths given, but every record has len_a = len_b (all lengths 0, or equal): s_L = 0"
+
+
 @dataclass(frozen=True, eq=False)
 class Design:
     """A coded dataset: JAX arrays plus the name tables and notes around them."""
@@ -94,13 +99,18 @@ class Design:
         notes = []
         if "len" in spec.terms and not self.has_length:
             spec = spec.without("len")
-            notes.append("length term dropped: the data carry no response lengths or texts (L not estimable)")
+            reason = ("every record has len_a = len_b, so every length contrast is zero"
+                      if _ZERO_LENGTHS in self.notes else "the data carry no response lengths or texts")
+            notes.append(f"length term dropped: {reason} (L not estimable)")
         if "fam" in spec.terms and not self.family_nonzero:
             spec = spec.without("fam")
             notes.append("family term dropped: no judge shares a family with any candidate (F ≡ 0)")
         if "cov" in spec.terms and not self.covariates:
             spec = spec.without("cov")
             notes.append("covariate term dropped: no user covariates were given to build_design")
+        elif self.covariates and "cov" not in spec.terms:
+            notes.append(f"covariate(s) {', '.join(self.covariates)} not used: model {spec.name} has no 'c' term "
+                         f"(add it, e.g. --model {spec.name.lower()}+c)")
         return spec, notes
 
     def cluster_weights_to_stats(self, omega) -> jax.Array:
@@ -143,6 +153,25 @@ def _components(a: np.ndarray, b: np.ndarray, n: int) -> tuple[int, np.ndarray]:
             root = up
     roots, labels = np.unique(root, return_inverse=True)
     return len(roots), labels
+
+
+def _check_live(w, a, b, k, candidates, judges) -> None:
+    """Refuse a candidate or judge whose every record has weight 0: the data say nothing about
+    it, yet it would be ranked (at the ridge's 0) with its records counted as votes."""
+    live = w > 0
+    for kind, names, codes in (("candidate", candidates, (a, b)), ("judge", judges, (k,))):
+        seen = np.zeros(len(names), bool)
+        alive = np.zeros(len(names), bool)
+        for c in codes:
+            seen[c] = True
+            alive[c[live]] = True
+        dead = np.flatnonzero(seen & ~alive)
+        if dead.size:
+            i = dead[0]
+            row = int(np.flatnonzero(np.any([c == i for c in codes], axis=0))[0]) + 1
+            raise OscarInputError(f"{kind} {names[i]!r}: every one of its records has weight 0 (first: row {row}, "
+                                  "column 'weight'), so the data say nothing about it; give its records a positive "
+                                  "weight or remove them")
 
 
 def _warn_dominant_length(log_ratio: np.ndarray, la: np.ndarray, lb: np.ndarray) -> None:
@@ -289,7 +318,7 @@ def build_design(frame: pd.DataFrame, *, reference_judge: str | None = None, fam
         if length_scale is None:
             _warn_dominant_length(log_ratio, la, lb)
         if not np.isfinite(scale) or scale <= 0:
-            notes.append("all length contrasts are zero (s_L = 0): the length term is not estimable")
+            notes.append(_ZERO_LENGTHS)
             has_length = False
             scale = None
         else:
@@ -335,8 +364,21 @@ def build_design(frame: pd.DataFrame, *, reference_judge: str | None = None, fam
     pair_uniques = np.asarray(pair_uniques, dtype=np.int64)
     pair_stats = _sum_by(pair_codes, rec_stats, len(pair_uniques))
 
+    _check_live(w, a, b, k, candidates, judges)
+    # Numeric codes first (cheap); only where they repeat, every column of the frame decides.
+    maybe = np.flatnonzero(pd.DataFrame({"g": g, "cell": cell_codes, "y": y, "w": w, "t": is_tie})
+                           .duplicated(keep=False).to_numpy())
+    dup = np.zeros(n, bool)
+    if maybe.size:
+        dup[maybe] = frame.iloc[maybe].astype(str).duplicated().to_numpy()
+    if dup.any():
+        notes.append(f"{int(dup.sum())} record(s) repeat an earlier record exactly (same prompt, candidates, order, "
+                     f"judge and outcome; first: row {int(np.flatnonzero(dup)[0]) + 1}); each counts as a separate "
+                     "judgment — if they are copies, drop them (pandas: frame.drop_duplicates())")
+
     if require_connected:
-        n_comp, labels = _components(a, b, len(candidates))
+        live = w > 0  # a weight-0 record carries no comparison, so it links nothing
+        n_comp, labels = _components(a[live], b[live], len(candidates))
         if n_comp > 1:
             groups = [sorted(candidates[i] for i in np.flatnonzero(labels == c)) for c in range(n_comp)]
             shown = "; ".join("{" + ", ".join(gr[:8]) + (", …" if len(gr) > 8 else "") + "}" for gr in groups)

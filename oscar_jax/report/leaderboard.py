@@ -13,7 +13,7 @@ import pandas as pd
 from ..results.boards import ELO_BASE, ELO_SLOPE
 from ..results.schema import CI_LABELS
 from ..runtime.validate import OscarInputError
-from .render import render_table, shorten
+from .render import csv_text, render_table, shorten
 
 __all__ = ["ARENA_COLUMNS", "FASTCHAT_ANCHOR", "arena_leaderboard", "arena_text", "fastchat_csv", "fastchat_table",
            "fmt_pm", "scale_label"]
@@ -188,4 +188,4 @@ def fastchat_csv(board: pd.DataFrame, spec, anchor_note: str | None = None) -> s
         "read with pandas.read_csv(path, comment='#')",
     ]
     shown = table.round({"rating": 2, "variance": 2, "rating_q975": 2, "rating_q025": 2})
-    return "".join(f"# {line}\n" for line in lines) + shown.to_csv(index=False)
+    return "".join(f"# {line}\n" for line in lines) + csv_text(shown)

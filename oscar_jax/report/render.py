@@ -14,8 +14,8 @@ import pandas as pd
 
 from ..results.jsonable import to_json
 
-__all__ = ["TABLE_WIDTH", "current_width", "fill", "fmt_ci", "render_table", "shorten", "shorten_names", "table_width",
-           "write_tables"]
+__all__ = ["TABLE_WIDTH", "csv_safe", "csv_text", "current_width", "fill", "fmt_ci", "render_table", "shorten",
+           "shorten_names", "table_width", "write_tables"]
 
 TABLE_WIDTH = 100  # text tables fit this many columns unless --wide (table_width(None))
 _WIDTH: ContextVar[int | None] = ContextVar("oscar_table_width", default=TABLE_WIDTH)
@@ -171,6 +171,36 @@ def _table_width(frame, columns, name_col, min_name: int) -> int:
     return total - 2
 
 
+# OWASP "CSV injection": a spreadsheet evaluates a cell that starts with = + - @ (or a tab
+# or carriage return) as a formula, so a candidate named "=HYPERLINK(…)" would run in the
+# reader's spreadsheet. Such a text cell is written with a leading apostrophe, which
+# spreadsheets show as text. A text cell that is a plain number ("-0.5") is no formula.
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+_PLAIN_NUMBER = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
+
+
+def _defuse(cell):
+    if isinstance(cell, str) and cell.startswith(_FORMULA_START) and cell != "-" and not _PLAIN_NUMBER.match(cell):
+        return "'" + cell
+    return cell
+
+
+def csv_safe(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with every text cell that a spreadsheet would run as a formula defused
+    (OWASP CSV-injection guidance); numbers untouched. The one rule for every CSV written."""
+    out = frame.copy()
+    for col in out.columns:
+        if out[col].dtype == object or pd.api.types.is_string_dtype(out[col]):
+            out[col] = out[col].map(_defuse)
+    out.columns = [_defuse(c) for c in out.columns]
+    return out
+
+
+def csv_text(frame: pd.DataFrame) -> str:
+    """``frame`` as CSV text (no index), formula-like text cells defused (:func:`csv_safe`)."""
+    return csv_safe(frame).to_csv(index=False)
+
+
 def write_tables(out_dir: str | Path, tables: dict[str, pd.DataFrame], payload: dict | None = None) -> list[Path]:
     """Write each table as CSV (and ``payload`` as result.json) under ``out_dir``."""
     from ..runtime.validate import atomic_write, atomic_write_text
@@ -180,7 +210,7 @@ def write_tables(out_dir: str | Path, tables: dict[str, pd.DataFrame], payload: 
     written = []
     for name, frame in tables.items():
         path = out / f"{name}.csv"
-        atomic_write(path, lambda tmp, frame=frame: frame.to_csv(tmp, index=False))
+        atomic_write(path, lambda tmp, frame=csv_safe(frame): frame.to_csv(tmp, index=False))
         written.append(path)
     if payload is not None:
         path = out / "result.json"

@@ -195,6 +195,13 @@ def fmt_or(value, spec: str, missing: str) -> str:
     return missing if value is None or not np.isfinite(value) else format(value, spec)
 
 
+def _rhat_missing(diag) -> str:
+    """Why R-hat is absent: one chain has nothing to compare; several chains whose draws never move have no spread."""
+    if int(diag.get("chains", 1)) < 2:
+        return "n/a (one chain)"
+    return "n/a (the draws do not vary: no mixing to measure; raise --warmup)"
+
+
 def bootstrap_report(boot, scale: str = "logit", anchor=None) -> str:
     """``oscar bootstrap``'s text: percentile leaderboard on ``scale``, judges, rank distribution."""
     pct = int(round(100 * boot.ci_prob))
@@ -202,6 +209,7 @@ def bootstrap_report(boot, scale: str = "logit", anchor=None) -> str:
     lines.append(fill(f"prompt bootstrap: {boot.replicates} replicates (seed {boot.seed}); point estimates are "
                       "the full-data fit, intervals are bootstrap percentiles"))
     lines.append(fill(boot.batch.failure_summary()))
+    lines += [fill(f"note: {n}") for n in boot.notes if n not in boot.full.notes]
     clusters = boot.batch.failure_counts()["clusters"]
     if clusters:
         lines.append(fill(f"({clusters} replicates have fewer distinct prompts than model parameters, so a "
@@ -262,7 +270,7 @@ def bayes_report(result, ci_prob: float, scale: str = "logit", anchor=None) -> s
     else:
         lines += [f"{reference_line(result, 40)} · NUTS {diag['chains']} chains × "
                   f"({diag['warmup']} warm-up + {diag['draws']} draws) · seed {result.seed}",
-                  f"diagnostics: max R-hat {fmt_or(diag['max_rhat'], '.4f', 'n/a (one chain)')} · "
+                  f"diagnostics: max R-hat {fmt_or(diag['max_rhat'], '.4f', _rhat_missing(diag))} · "
                   f"min ESS {fmt_or(diag['min_ess'], '.0f', 'n/a')} · "
                   f"divergences {diag['divergences']} · {'ok' if diag['ok'] else 'POOR'}"]
     lines += [f"note: {n}" for n in result.notes]
@@ -321,6 +329,9 @@ def compare_report(res) -> str:
                            "* = CI excludes 0"),
                   render_table(d, [("pair", "difference", ""), ("estimate", "estimate", ".4f"), ("ci", f"{pct}% CI", ""),
                                    ("star", "", ""), ("ok", "valid", "")])]
+        for pair, note in zip(d.pair, d.note):
+            if note:
+                lines.append(fill(f"note ({pair}): {note}"))
         for m, n in res.bootstrap_failed.items():
             if n:
                 lines.append(fill(f"note ({m}): {n} bootstrap refits did not converge or were not identified "

@@ -109,14 +109,14 @@ def _resolve_anchor(names, anchor, scale: str) -> tuple[int | None, str | None, 
     return names.index(name), name, float(value)
 
 
-def score_function(layout, anchor_index: int | None = None):
+def score_function(layout, anchor_index: int | None = None, weights=None):
     """θ ↦ x(θ) (C,): average-judge logit scores γ̄ s, minus the anchor's when anchored.
 
-    Reuses :func:`oscar_jax.infer.sandwich.targets`, so it differentiates (delta method) and
-    vmaps (over bootstrap or posterior draws of θ).
+    Reuses :func:`oscar_jax.infer.sandwich.targets` (``weights``: the judges γ̄ averages),
+    so it differentiates (delta method) and vmaps (over bootstrap or posterior draws of θ).
     """
     def fn(theta):
-        x = targets(theta, layout).x
+        x = targets(theta, layout, weights).x
         if anchor_index is not None:
             # Exactly 0 at the anchor: compiled, γ̄·s_i − γ̄·s_a may fuse into one FMA that
             # leaves the rounding error of γ̄·s_a (~1e-18) where the contrast is identically 0.
@@ -126,13 +126,13 @@ def score_function(layout, anchor_index: int | None = None):
     return fn
 
 
-def _scores_and_se(theta, cov, layout, anchor_index):
-    fn = score_function(layout, anchor_index)
+def _scores_and_se(theta, cov, weights, layout, anchor_index):
+    fn = score_function(layout, anchor_index, weights)
     return fn(theta), delta_se(fn, theta, cov)
 
 
-def _draw_scores(draws, layout, anchor_index):
-    return jax.vmap(score_function(layout, anchor_index))(draws)
+def _draw_scores(draws, weights, layout, anchor_index):
+    return jax.vmap(score_function(layout, anchor_index, weights))(draws)
 
 
 # One compiled program per (layout, anchor) each, used only for anchored boards (an
@@ -147,6 +147,7 @@ def prepare_board_program(layout, anchor_index: int) -> None:
     """Compile ahead (:func:`~oscar_jax.runtime.batching.compile_ahead`) an anchored board's scores and SEs."""
     p = layout.n_theta
     _scores_and_se_jit.prepare(jax.ShapeDtypeStruct((p,), np.float64), jax.ShapeDtypeStruct((p, p), np.float64),
+                               jax.ShapeDtypeStruct((layout.n_judge,), np.float64),
                                layout=layout, anchor_index=anchor_index)
 
 
@@ -157,16 +158,22 @@ def rank_ub(lo, hi) -> np.ndarray:
     return 1 + (lo[None, :] > hi[:, None]).sum(axis=1)
 
 
-def as_draws(draws, layout, source: str = "bootstrap") -> Draws:
-    """:class:`Draws` from a result that carries draws (``theta_draws()``), a Draws, or a (B, P) θ array."""
+def as_draws(draws, layout, source: str = "bootstrap", weights=None) -> Draws:
+    """:class:`Draws` from a result that carries draws (``theta_draws()``), a Draws, or a (B, P) θ array
+    (``weights``: the point fit's γ̄ judges, :attr:`FitResult.gbar_weights`)."""
     if hasattr(draws, "theta_draws"):
         draws = draws.theta_draws()
     if not isinstance(draws, Draws):
         theta = np.asarray(draws, dtype=float)
         if theta.ndim != 2 or theta.shape[1] != layout.n_theta:
             raise OscarInputError(f"draws must have shape (B, {layout.n_theta}), got {theta.shape}")
-        t = jax.tree_util.tree_map(np.asarray, targets_batch_jit(theta, layout))
+        t = jax.tree_util.tree_map(np.asarray, targets_batch_jit(theta, layout, weights))
         draws = Draws(theta=theta, targets=t, kind="percentile", source=source)
+    elif weights is not None and not np.all(np.asarray(weights) == 1.0) and draws.theta.shape[1] == layout.n_theta:
+        # Draws made elsewhere (a posterior) average every judge; on a point fit's board
+        # γ̄ is the fit's average over the judges whose γ the data determine.
+        draws = draws._replace(targets=jax.tree_util.tree_map(
+            np.asarray, targets_batch_jit(np.asarray(draws.theta), layout, weights)))
     if draws.theta.shape[1] != layout.n_theta:
         raise OscarInputError(f"--ci {draws.source}: the draws have {draws.theta.shape[1]} coordinates but the "
                               f"fit's θ has {layout.n_theta}; the draws must use the full-data fit's parametrization")
@@ -204,28 +211,29 @@ def score_board(result, *, ci: str | None = None, ci_prob: float | None = None, 
     layout = result.layout
     index, name, value = _resolve_anchor(names, anchor, scale)
     fit = result.point_fit
+    weights = None if fit is None else fit.gbar_weights
     draws = result.theta_draws() if draws is None else draws
     if draws is not None:
-        draws = as_draws(draws, layout, ci or "bootstrap")
+        draws = as_draws(draws, layout, ci or "bootstrap", weights)
     if draws is None:
         ci = ci or "sandwich"
         if index is None:
             x, se = fit.targets.x, fit.target_se(ci).x
         else:
-            x, se = map(np.asarray, _scores_and_se_jit(fit.theta, fit.covariance(ci), layout=layout,
+            x, se = map(np.asarray, _scores_and_se_jit(fit.theta, fit.covariance(ci), weights, layout=layout,
                                                        anchor_index=index))
         z = NormalDist().inv_cdf(0.5 + ci_prob / 2.0)
         lo, hi = x - z * se, x + z * se
         source = ci
     else:
         xs = (np.asarray(draws.targets.x) if index is None
-              else np.asarray(_draw_scores_jit(draws.theta, layout=layout, anchor_index=index)))
+              else np.asarray(_draw_scores_jit(draws.theta, weights, layout=layout, anchor_index=index)))
         if fit is None:
             x = xs.mean(axis=0)
         elif index is None:
             x = fit.targets.x
         else:
-            x = np.asarray(_scores_and_se_jit(fit.theta, np.zeros((layout.n_theta,) * 2), layout=layout,
+            x = np.asarray(_scores_and_se_jit(fit.theta, np.zeros((layout.n_theta,) * 2), weights, layout=layout,
                                               anchor_index=index)[0])
         # A percentile interval need not contain the full-data estimate.
         kind = kind or draws.kind

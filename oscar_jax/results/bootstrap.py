@@ -10,13 +10,14 @@ import numpy as np
 import pandas as pd
 
 from ..infer.batch_fit import BatchFit
+from ..infer.sandwich import targets_batch_jit
 from ..model.design import Design
 from ..model.links import net_preference, sigmoid
 from ..model.params import Layout
 from .boards import scale_note, score_board
 from .checks import Status
 from .fit import FitResult
-from .intervals import Draws, draw_ranks, interval_request, mcse_of_mean, p_best, percentiles
+from .intervals import Draws, draw_ranks, few_draws_note, interval_request, mcse_of_mean, p_best, percentiles
 from .schema import CI_LABELS, payload, rank_table, table
 
 __all__ = ["BootstrapResult"]
@@ -46,6 +47,12 @@ class BootstrapResult:
         return self.batch.n_failed
 
     @property
+    def notes(self) -> tuple[str, ...]:
+        """The full fit's notes, and one when too few replicates passed for percentile tails."""
+        few = few_draws_note(self.replicates - self.failed, self.ci_prob, "replicates", "--replicates")
+        return tuple(self.full.notes) + ((few,) if few else ())
+
+    @property
     def design(self) -> Design:
         return self.full.design
 
@@ -68,16 +75,23 @@ class BootstrapResult:
         """The valid replicates' θ (B_valid, P) and targets, as :class:`~oscar_jax.results.intervals.Draws`."""
         theta = np.asarray(self.batch.theta, dtype=float)
         ok = np.all(np.isfinite(theta), axis=1) & np.asarray(self.batch.valid, dtype=bool)
-        return Draws(theta=theta[ok], targets=jax.tree_util.tree_map(lambda a: np.asarray(a)[ok], self.batch.targets),
+        return Draws(theta=theta[ok], targets=jax.tree_util.tree_map(lambda a: np.asarray(a)[ok], self.targets),
                      kind="percentile", source="bootstrap", n_failed=int((~ok).sum()))
 
     def status(self, ci=None) -> Status:
         """Every interval shown: percentiles of the replicates (see :mod:`oscar_jax.results.checks`)."""
         return Status.shown(self.design.n_cand, self.design.n_judge)
 
+    @cached_property
+    def targets(self):
+        """Targets of every replicate, γ̄ over the full-data fit's judges (:attr:`FitResult.gbar_weights`):
+        the average-judge scale is one estimand, not a set of judges chosen anew per replicate."""
+        theta = np.asarray(self.batch.theta)
+        return jax.tree_util.tree_map(np.asarray, targets_batch_jit(theta, self.layout, self.full.gbar_weights))
+
     def _draws(self, name: str) -> np.ndarray:
         v = self.batch.valid
-        t = self.batch.targets
+        t = self.targets
         if name == "s":
             return t.s[v]
         if name == "x":
@@ -208,6 +222,6 @@ class BootstrapResult:
                   "ci": "percentile", "ci_prob": prob}
         return payload(header=header, scale=scale_note(lb.attrs), leaderboard=lb, judges=self.judges(ci_prob=prob),
                        win=self.win_matrix(ci_prob=prob), status=self.status(), design=self.design,
-                       checks=self.full.checks(), notes=self.full.notes,
+                       checks=self.full.checks(), notes=self.notes,
                        sections={"rank_distribution": self.rank_distribution()})
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..infer.fit_core import STATIONARITY_TOL
-from ..infer.identification import INTERVAL_FLAGS, zero_variance_message
+from ..infer.identification import INTERVAL_FLAGS, constant_outcome_judges, zero_variance_message
 from ..infer.solver import STATUS
 
 __all__ = ["Status", "failed_checks", "fit_checks", "fit_status", "identification_check", "withheld"]
@@ -86,12 +86,19 @@ def fit_status(result, ci: str) -> Status:
     cand = [list(f) for f in ident.candidate_flags]
     judges = [list(f) for f in ident.judge_flags]
     se_bias = {t: np.full(result.design.n_judge, np.nan) for t in ("pos", "len", "fam")}
+    constant = constant_outcome_judges(result.design) if ci == "sandwich" else np.zeros(len(judges), bool)
     if result.cov is not None:
         se_t = result.target_se(ci)
         for flags, se in [*zip(cand, np.asarray(se_t.s)), *zip(judges, np.asarray(se_t.log_kappa))]:
             if not se > _TINY_SE and "separated" not in flags:
                 flags.append("zero variance")
         se_bias = {t: result.bias_se(ci, t) for t in se_bias}
+    # A judge whose outcomes never vary: its residuals are not zero (p ≠ ½ under the other
+    # terms) but carry no sampling variation, so its sandwich SEs are tiny, not certain
+    # (issue 35: D = 0.00 with a width-0.0015 interval where the model-based one is 0.29).
+    for kk in np.flatnonzero(constant):
+        if "separated" not in judges[kk] and "zero variance" not in judges[kk]:
+            judges[kk].append("zero variance")
     any_sep = any("separated" in f for f in cand)
     kappa, bias = [], {t: [] for t in se_bias}
     for kk, flags in enumerate(judges):
@@ -106,7 +113,8 @@ def fit_status(result, ci: str) -> Status:
             se = se_bias[t][kk]
             if label in terms.get("separated", []):
                 bias[t].append("unbounded")
-            elif label in terms.get("penalty-dominated", []) or not (se > _TINY_SE or np.isnan(se)):
+            elif (label in terms.get("penalty-dominated", []) or not (se > _TINY_SE or np.isnan(se))
+                  or constant[kk]):
                 bias[t].append("not estimable")
             else:
                 bias[t].append(None)
@@ -129,7 +137,10 @@ def identification_check(result, ci: str) -> dict:
             "method": ident.method, "separated_quantities": list(ident.separated_quantities),
             "penalty_dominated": list(ident.penalty_dominated), "flagged": flagged,
             "messages": ident.messages(design.candidates, design.judges)
-            + ([zero_variance_message(zero)] if zero else [])}
+            + ([zero_variance_message(zero, n_clusters=design.n_clusters,
+                                      constant_judges=[j for j, c in zip(design.judges, constant_outcome_judges(design))
+                                                       if c and ci == "sandwich"])]
+               if zero else [])}
 
 
 def fit_checks(result) -> dict:

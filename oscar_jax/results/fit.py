@@ -53,8 +53,9 @@ def prepare_report_programs(design: Design, layout: Layout, ridge) -> None:
     omega = jax.ShapeDtypeStruct((design.n_clusters,), np.float64)
     program, args, kw = _covariances_call(design, layout, ridge, vec, vec, mat, mat, omega)
     program.prepare(*args, **kw)
-    target_se.prepare(vec, mat, layout)
-    targets_jit.prepare(vec, layout)
+    weights = jax.ShapeDtypeStruct((layout.n_judge,), np.float64)
+    target_se.prepare(vec, mat, layout, weights)
+    targets_jit.prepare(vec, layout, weights)
 
 
 @dataclass(frozen=True, eq=False)
@@ -131,8 +132,16 @@ class FitResult:
     @cached_property
     def targets(self):
         """Targets at θ̂ (:class:`~oscar_jax.infer.sandwich.Targets`: s, x, h, field, log γ, log κ, γ̄)."""
-        t = targets_jit(self.theta, self.layout)
+        t = targets_jit(self.theta, self.layout, self.gbar_weights)
         return jax.tree_util.tree_map(np.asarray, t)
+
+    @cached_property
+    def gbar_weights(self) -> np.ndarray:
+        """(K,) the judges γ̄ averages: 1 where the data determine γ, 0 where the ridge does
+        (:func:`~oscar_jax.infer.identification.average_judge_weights`)."""
+        from ..infer.identification import average_judge_weights
+
+        return average_judge_weights(self.identification, self.design.n_judge)
 
     @property
     def scores(self) -> np.ndarray:
@@ -173,7 +182,7 @@ class FitResult:
         if kind not in cache:
             cov = self.covariance(kind)
             theta = self.theta
-            se_t = target_se(theta, cov, self.layout)
+            se_t = target_se(theta, cov, self.layout, self.gbar_weights)
             se_theta = np.sqrt(np.maximum(np.diag(np.asarray(cov)), 0.0))
             cache[kind] = (jax.tree_util.tree_map(np.asarray, se_t), se_theta)
         return cache[kind]
@@ -275,7 +284,7 @@ class FitResult:
         be read (``flags``; the JSON shows them as null).
         """
         ci, prob = self._level(ci, ci_prob)
-        draws = None if draws is None else as_draws(draws, self.layout, "bootstrap")
+        draws = None if draws is None else as_draws(draws, self.layout, "bootstrap", self.gbar_weights)
         board = score_board(self, ci=ci, ci_prob=prob, scale=scale, anchor=anchor, draws=draws)
         t = self.targets
         if draws is None:
@@ -309,7 +318,7 @@ class FitResult:
         kept = {term: self.kept(term) for term in ("pos", "len", "fam", "cov")}
         k_ci = (_exp(t.log_kappa - z * se_t.log_kappa), _exp(t.log_kappa + z * se_t.log_kappa))
         if draws is not None:
-            draws = as_draws(draws, self.layout, "bootstrap")
+            draws = as_draws(draws, self.layout, "bootstrap", self.gbar_weights)
             k_ci = draw_interval(np.exp(draws.targets.log_kappa), prob, draws.kind)
         rows = {
             "judge": list(self.design.judges),
@@ -368,7 +377,7 @@ class FitResult:
             z, se = _z(prob), self.target_se(ci).h[i, j]
             lo, hi = sigmoid(h[i, j] - z * se), sigmoid(h[i, j] + z * se)
         else:
-            draws = as_draws(draws, self.layout, "bootstrap")
+            draws = as_draws(draws, self.layout, "bootstrap", self.gbar_weights)
             lo, hi = (b[i, j] for b in draw_interval(sigmoid(draws.targets.h), prob, draws.kind))
             se = np.full(len(i), np.nan)
         return table("pairs", {"a": [names[x] for x in i], "b": [names[x] for x in j], "q": sigmoid(h[i, j]),
@@ -391,7 +400,7 @@ class FitResult:
         intervals are their percentiles (the root ``ci`` names the draws' source).
         """
         ci, prob = self._level(ci, ci_prob)
-        draws = None if draws is None else as_draws(draws, self.layout, "bootstrap")
+        draws = None if draws is None else as_draws(draws, self.layout, "bootstrap", self.gbar_weights)
         lb = self.leaderboard(ci, ci_prob=prob, scale=scale, anchor=anchor, draws=draws)
         status = self.status(ci) if draws is None else self.status(ci).under_draws()
         eff = self.effective_spec

@@ -16,7 +16,8 @@ from ..runtime.validate import (CI_KINDS, CI_SOURCES, SCORE_SCALES, OscarInputEr
                                 check_choice)
 
 __all__ = ["CI_KINDS", "CI_KIND_NAMES", "CI_SOURCES", "Draws", "SCORE_SCALES", "draw_interval", "draw_ranks",
-           "interval_request", "mcse_of_mean", "p_best", "percentiles", "rank_probabilities"]
+           "few_draws_note", "interval_request", "mcse_of_mean", "min_percentile_replicates", "p_best", "percentiles",
+           "rank_probabilities"]
 
 
 class Draws(NamedTuple):
@@ -41,6 +42,21 @@ class Draws(NamedTuple):
 # For q near its bounds the HDI gave up coverage on the long side: 92.6% against 94.2%
 # for 95% intervals on the 50 Appendix G datasets (docs/bayes.md).
 CI_KIND_NAMES = {"eti": "ETI", "hdi": "HDI"}  # table headers and plot labels
+
+
+def min_percentile_replicates(ci_prob: float) -> int:
+    """Fewest replicates whose (1 ± ci_prob)/2 percentiles are not the sample's extremes:
+    each tail of mass (1 − ci_prob)/2 must hold at least one replicate (40 at 95 %)."""
+    return int(np.ceil(2.0 / (1.0 - ci_prob) - 1e-9))
+
+
+def few_draws_note(n_valid: int, ci_prob: float, what: str, option: str) -> str | None:
+    """The note for percentile intervals from fewer draws than their tails need, or None."""
+    need = min_percentile_replicates(ci_prob)
+    if n_valid >= need:
+        return None
+    return (f"{n_valid} valid {what}: a {ci_prob:.0%} percentile interval needs at least {need} (fewer cannot reach "
+            f"its tails, so the intervals are too narrow); rerun with {option} ≥ {need} (e.g. 500)")
 
 
 def percentiles(draws: np.ndarray, ci_prob: float, method: str = "linear") -> tuple[np.ndarray, np.ndarray]:

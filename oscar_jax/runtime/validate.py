@@ -8,14 +8,21 @@ wastes the run, so the CLI checks every output folder first (:func:`check_output
 and a run interrupted while writing must not leave a truncated CSV that looks complete,
 so every file is written to a temporary name in the same folder and renamed into place
 (:func:`atomic_write`; ``os.replace`` is atomic on POSIX and Windows): a reader sees the
-old file or the new one, never a part.
+old file or the new one, never a part. A CLI run goes further (:func:`staged_outputs`):
+all its files are written to a hidden folder inside ``--out`` and moved into place only
+when every one is written, ``result.json`` last with the list of them (``files``), so a
+run that fails while writing (a full disk) leaves none of its files, and a stale file
+from an earlier run in the same folder is recognisable (not in ``files``).
 """
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import tempfile
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 __all__ = [
@@ -33,8 +40,11 @@ __all__ = [
     "check_choice",
     "check_output_dir",
     "check_positive_int",
+    "check_seed",
     "data_file_suffix",
+    "os_error_message",
     "resolve_name",
+    "staged_outputs",
 ]
 
 # The words a user may choose among, here (no numpy, no pandas) so that `oscar CMD --help`
@@ -104,6 +114,20 @@ def check_positive_int(name: str, value, minimum: int = 1) -> int:
     return as_int
 
 
+SEED_MAX = 2**63 - 1  # a seed is a 64-bit signed integer (JAX's PRNGKey, the fit's int64)
+
+
+def check_seed(name: str, value) -> int:
+    """Return ``value`` as an int seed in [0, 2⁶³ − 1], else raise naming the range."""
+    try:
+        as_int = int(value)
+    except (TypeError, ValueError, OverflowError):
+        raise OscarInputError(f"{name} must be an integer seed in [0, 2**63 - 1], got {value!r}") from None
+    if as_int != value or not 0 <= as_int <= SEED_MAX:
+        raise OscarInputError(f"{name} must be an integer seed in [0, 2**63 - 1], got {value!r}; e.g. {name} 0")
+    return as_int
+
+
 def resolve_name(kind: str, name: str, available: Sequence[str]) -> str:
     """Match ``name`` against ``available`` exactly, else as a unique case-insensitive substring.
 
@@ -128,7 +152,11 @@ def resolve_name(kind: str, name: str, available: Sequence[str]) -> str:
 
 
 def check_output_dir(path, option: str) -> Path:
-    """Raise unless ``path`` is (or can be created as) a writable folder. Creates nothing."""
+    """Create ``path`` (and its parents) as a writable folder, or raise naming why not.
+
+    Run before anything is computed: a path that cannot be created, is a file, or is not
+    writable is the user's error at second 0, not a traceback after the fit.
+    """
     p = Path(path)
     if p.exists() and not p.is_dir():
         raise OscarInputError(f"{option} {str(p)!r} is a file, not a folder; give a folder path")
@@ -139,9 +167,50 @@ def check_output_dir(path, option: str) -> Path:
         probe = probe.parent
     if probe.exists() and not probe.is_dir():
         raise OscarInputError(f"{option} {str(p)!r}: {str(probe)!r} is a file, so no folder can be created under it")
-    if not os.access(probe, os.W_OK | os.X_OK):
-        raise OscarInputError(f"{option} {str(p)!r}: no permission to write in {str(probe)!r}; choose a writable folder")
+    try:
+        p.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".oscar-probe-", dir=p)
+        os.close(fd)
+        os.unlink(tmp)
+    except OSError as exc:
+        raise OscarInputError(f"{option} {str(p)!r}: {os_error_message(exc)}; choose a folder you can write in") from None
     return p
+
+
+def os_error_message(exc: OSError) -> str:
+    """``[Errno 28] No space left on device: 'out/x.csv'`` as words a user can act on."""
+    what = exc.strerror or type(exc).__name__
+    where = f" ({exc.filename})" if getattr(exc, "filename", None) else ""
+    return f"{what}{where}"
+
+
+@contextmanager
+def staged_outputs(out_dir) -> Iterator[Path]:
+    """Yield a hidden staging folder inside ``out_dir`` for every file of one run; on a clean
+    exit move them into ``out_dir``, ``result.json`` last with ``files`` (the manifest).
+
+    On any failure (an OS error while writing, Ctrl-C) the staging folder is removed and
+    ``out_dir`` is as it was: a run leaves all its files or none. The moves are renames
+    within one folder, which need no space.
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    stage = Path(tempfile.mkdtemp(prefix=".oscar-run-", dir=out))
+    try:
+        yield stage
+        names = sorted(p.relative_to(stage).as_posix() for p in stage.rglob("*") if p.is_file())
+        manifest = stage / "result.json"
+        if manifest.exists():
+            payload = json.loads(manifest.read_text(encoding="utf-8"))
+            if isinstance(payload, dict):
+                payload["files"] = names
+                manifest.write_text(json.dumps(payload, indent=2, allow_nan=False) + "\n", encoding="utf-8")
+        for name in sorted(names, key=lambda n: n == "result.json"):
+            target = out / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(stage / name, target)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
 
 
 def atomic_write(path, write: Callable[[Path], object]) -> Path:

@@ -48,6 +48,8 @@ def _validate(settings, reps, params, pad_ratio):
             raise OscarInputError(
                 f"N = {s.n} is not a positive multiple of the {params.n_judge} judges "
                 f"(every judge judges each prompt once, so N = {params.n_judge} × prompts)")
+        if not np.isfinite(s.c):
+            raise OscarInputError(f"c (the bias multiplier) must be a finite number, got {s.c}; e.g. 1")
         if not 0.0 <= s.rho <= 1.0:
             raise OscarInputError(f"rho must lie in [0, 1], got {s.rho}")
 
