@@ -170,9 +170,9 @@ def test_failed_fold_fits_are_not_called_excluded():
         def failure_counts(self):
             return {c: int(i == 0) for i, c in enumerate(REPLICATE_CHECKS)}
 
-    pooled = BatchFit.failure_summary(OneFailed(), "are pooled as they are")
+    pooled = BatchFit.failure_summary(OneFailed(), "are pooled as they are", unit="fold fits")
     assert pooled.startswith("1 of 3 fold fits did not converge or failed a check (Appendix B.3) and are pooled") and "excluded" not in pooled
-    assert "excluded" in BatchFit.failure_summary(OneFailed())  # the bootstrap's default: it does exclude them
+    assert "are left out" in BatchFit.failure_summary(OneFailed())  # the bootstrap's default: it does drop them
     assert 'failure_summary("are pooled' in inspect.getsource(importlib.import_module("oscar_jax.compare"))
 
 
