@@ -21,7 +21,8 @@ import pandas as pd
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
-from ..io.columns import LoadReport, check_canonical, warn_case_variants
+from ..io.columns import LoadReport, check_canonical, name_columns, warn_case_variants
+from ..io.names import id_text, numbers
 from ..io.families import family_function
 from .params import Layout
 from .spec import ModelSpec
@@ -143,8 +144,10 @@ def _warn_dominant_length(log_ratio: np.ndarray, la: np.ndarray, lb: np.ndarray)
     if n < 10 or total <= 0:
         return
     i = int(np.argmax(dev))
-    others = np.delete(log_ratio, i)
-    outlying = abs(log_ratio[i] - others.mean()) > 10 * others.std()
+    # The mean and standard deviation of the other records, without copying them.
+    rest_mean = (log_ratio.sum() - log_ratio[i]) / (n - 1)
+    rest_var = max(((log_ratio - rest_mean) ** 2).sum() - (log_ratio[i] - rest_mean) ** 2, 0.0) / (n - 1)
+    outlying = abs(log_ratio[i] - rest_mean) > 10 * np.sqrt(rest_var)
     if dev[i] / total > 0.25 and outlying:
         side, value = ("len_a", la[i]) if abs(np.log1p(la[i]) - np.median(np.log1p(la))) >= \
             abs(np.log1p(lb[i]) - np.median(np.log1p(lb))) else ("len_b", lb[i])
@@ -155,35 +158,39 @@ def _warn_dominant_length(log_ratio: np.ndarray, la: np.ndarray, lb: np.ndarray)
 
 
 def _sorted_codes(*columns) -> tuple[tuple[np.ndarray, ...], tuple[str, ...]]:
-    """Integer codes (int32) of string columns into their sorted common names.
+    """Integer codes (int32) of text columns into their sorted common names.
 
-    One hash pass (``pd.factorize``) over all records, then the few distinct names are
-    sorted; a Python dictionary lookup per record cost ~0.3 s per million records.
+    One hash pass (``pd.factorize``, Arrow's for text columns) per column, then the few
+    distinct names are sorted and each column's codes remapped; a Python dictionary lookup
+    per record cost ~0.3 s per million records.
     """
-    codes, uniques = pd.factorize(np.concatenate(columns), sort=False)
-    names = [str(u) for u in uniques]
-    order = sorted(range(len(names)), key=names.__getitem__)
-    rank = np.empty(len(names), np.int32)
-    rank[order] = np.arange(len(names), dtype=np.int32)
-    coded = rank[codes]
-    n = len(columns[0])
-    return tuple(coded[i * n:(i + 1) * n] for i in range(len(columns))), tuple(names[i] for i in order)
+    parts = [pd.factorize(col, use_na_sentinel=True) for col in columns]
+    names = sorted({str(u) for _, uniques in parts for u in uniques})
+    index = {name: i for i, name in enumerate(names)}
+    coded = tuple(np.asarray([index[str(u)] for u in uniques], dtype=np.int32)[codes] for codes, uniques in parts)
+    return coded, tuple(names)
 
 
-def _cell_codes(a, b, k, z, n_cand: int, n_judge: int) -> np.ndarray:
-    """Cell of each record: codes of the unique (a, b, k, z) in order of first appearance.
+def _cell_codes(a, b, k, z, n_cand: int, n_judge: int) -> tuple[np.ndarray, np.ndarray]:
+    """Cell of each record: codes of the unique (a, b, k, z) in order of first appearance,
+    and the code of each record's (a, b, k) triple.
 
-    Built by factorizing one int64 key column at a time (the codes so far, then each z
-    column's own codes), so every step hashes integers; a pandas MultiIndex over float
-    columns cost ~1 s per million records. Codes stay below N, so each combined key
-    (< N · N) fits in int64.
+    ``z`` holds the covariates that are not functions of (a, b, k) (the family contrast F
+    is one, so it never enters the key). Each column is factorized on its own and folded
+    into one int64 key, so every step hashes integers (a float's bits, −0.0 made 0.0); a
+    pandas MultiIndex over float columns cost ~1 s per million records. Codes stay below
+    N, so each combined key (< N · N) fits in int64.
     """
-    code, _ = pd.factorize((a.astype(np.int64) * n_cand + b) * n_judge + k, sort=False)
+    triple, _ = pd.factorize((a.astype(np.int64) * n_cand + b) * n_judge + k, sort=False)
+    code = triple.astype(np.int64)
+    width = int(code.max()) + 1
     for j in range(z.shape[1]):
-        col = z[:, j] + 0.0  # −0.0 and 0.0 are one value
-        zc, zu = pd.factorize(col, sort=False)
-        code, _ = pd.factorize(code.astype(np.int64) * len(zu) + zc, sort=False)
-    return np.asarray(code, dtype=np.int64)
+        zc, zu = pd.factorize((z[:, j] + 0.0).view(np.int64), sort=False)
+        if len(zu) > 1:
+            code, _ = pd.factorize(zc.astype(np.int64) * width + code, sort=False)
+            code = code.astype(np.int64)
+            width = int(code.max()) + 1
+    return np.asarray(code, dtype=np.int64), triple
 
 
 def _sum_by(codes: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
@@ -223,16 +230,18 @@ def build_design(frame: pd.DataFrame, *, reference_judge: str | None = None, fam
         raise OscarInputError("no records (empty data)")
     check_canonical(frame)
     notes: list[str] = []
-    cand_a = frame["candidate_a"].astype(str).to_numpy()
-    cand_b = frame["candidate_b"].astype(str).to_numpy()
-    same = cand_a == cand_b
+    frame = frame.reset_index(drop=True)
+    # The readers' names are normalised already; a frame built by hand gets the same rules here.
+    cand_a, cand_b = name_columns(frame, ("candidate_a", "candidate_b"), "candidate")
+    same = (cand_a == cand_b).to_numpy(dtype=bool)
     if same.any():
         row = int(np.flatnonzero(same)[0])
-        raise OscarInputError(f"record {row}: candidate {cand_a[row]!r} is compared with itself; remove such records")
+        raise OscarInputError(f"row {row + 1}: candidate {cand_a.iloc[row]!r} is compared with itself; remove such "
+                              "records")
     (a, b), candidates = _sorted_codes(cand_a, cand_b)
     if len(candidates) < 2:
         raise OscarInputError(f"only one candidate ({candidates[0]!r}) in the data; a ranking needs at least two")
-    (k,), judges = _sorted_codes(frame["judge"].astype(str).to_numpy())
+    (k,), judges = _sorted_codes(name_columns(frame, ("judge",), "judge")[0])
     warn_case_variants("candidate", candidates)
     warn_case_variants("judge", judges)
     j_index = {j: i for i, j in enumerate(judges)}
@@ -243,30 +252,31 @@ def build_design(frame: pd.DataFrame, *, reference_judge: str | None = None, fam
     else:
         ref = j_index[resolve_name("reference judge", str(reference_judge), list(judges))]
 
-    y = pd.to_numeric(frame["outcome"], errors="coerce").to_numpy(dtype=float)
+    y = numbers(frame["outcome"])
     bad = ~np.isfinite(y) | (y < 0) | (y > 1)
     if bad.any():
         row = int(np.flatnonzero(bad)[0])
-        raise OscarInputError(f"column 'outcome' record {row}: {frame['outcome'].iloc[row]!r} is not a score in [0, 1]")
-    w = pd.to_numeric(frame["weight"]).to_numpy(dtype=float) if "weight" in frame.columns else np.ones(n)
-    tie_kind = frame["tie_kind"].to_numpy() if "tie_kind" in frame.columns else np.where(y == 0.5, "tie", "")
-    is_tie = (tie_kind == "tie") | (tie_kind == "bothbad") | (y == 0.5)
+        raise OscarInputError(f"column 'outcome' row {row + 1}: {frame['outcome'].iloc[row]!r} is not a score in "
+                              "[0, 1]; write 1 (A preferred), 0 (B preferred) or 0.5 (tie)")
+    w = numbers(frame["weight"]) if "weight" in frame.columns else np.ones(n)
+    is_tie = y == 0.5
+    if "tie_kind" in frame.columns:
+        is_tie |= frame["tie_kind"].isin(["tie", "bothbad"]).to_numpy(dtype=bool)
 
-    prompts_col = frame["prompt"].to_numpy()
-    prompt_codes, prompts = pd.factorize(pd.Series(prompts_col, dtype=object), sort=False)
+    prompt_codes, prompts = pd.factorize(id_text(frame["prompt"]), sort=False)
     g = prompt_codes.astype(np.int32)
 
     # Length contrast L = log((ℓ_A+1)/(ℓ_B+1)) / s_L (Section 3.2), s_L with divisor N.
     has_length = "len_a" in frame.columns and "len_b" in frame.columns
     L = np.zeros(n)
     if has_length:
-        la = frame["len_a"].to_numpy(dtype=float)
-        lb = frame["len_b"].to_numpy(dtype=float)
+        la, lb = numbers(frame["len_a"]), numbers(frame["len_b"])
         for name, col in (("len_a", la), ("len_b", lb)):
             badl = ~np.isfinite(col) | (col < 0)
             if badl.any():
                 row = int(np.flatnonzero(badl)[0])
-                raise OscarInputError(f"column {name!r} record {row}: invalid length {col[row]!r}; lengths must be finite and ≥ 0")
+                raise OscarInputError(f"column {name!r} row {row + 1}: invalid length {col[row]!r}; lengths must be "
+                                      "finite and ≥ 0")
         log_ratio = np.log1p(la) - np.log1p(lb)
         scale = float(np.std(log_ratio)) if length_scale is None else float(length_scale)
         if length_scale is None:
@@ -297,16 +307,18 @@ def build_design(frame: pd.DataFrame, *, reference_judge: str | None = None, fam
     for j, col in enumerate(covariates):
         if col not in frame.columns:
             raise OscarInputError(f"covariate column {col!r} is not in the frame; pass keep_columns=[{col!r}] to load_judgments")
-        vals = pd.to_numeric(frame[col], errors="coerce").to_numpy(dtype=float)
+        vals = numbers(frame[col])
         badc = ~np.isfinite(vals)
         if badc.any():
             row = int(np.flatnonzero(badc)[0])
-            raise OscarInputError(f"covariate column {col!r} record {row}: {frame[col].iloc[row]!r} is not a finite number")
+            raise OscarInputError(f"covariate column {col!r} row {row + 1}: {frame[col].iloc[row]!r} is not a finite "
+                                  "number; give every record a number (e.g. 0 where the contrast is absent)")
         X[:, j] = vals
 
     # Cells: unique (a, b, k, L, F, X).
     z = np.column_stack([L, F, X])
-    cell_codes = _cell_codes(a, b, k, z, len(candidates), len(judges))
+    # F is a function of (a, b, k): it never splits a cell, so only L and X enter the key.
+    cell_codes, triple = _cell_codes(a, b, k, np.column_stack([L, X]), len(candidates), len(judges))
     n_cells = int(cell_codes.max()) + 1
     first = np.full(n_cells, -1, dtype=np.int64)
     first[cell_codes[::-1]] = np.arange(n)[::-1]
@@ -314,12 +326,12 @@ def build_design(frame: pd.DataFrame, *, reference_judge: str | None = None, fam
     cell_stats = _sum_by(cell_codes, rec_stats, n_cells)
 
     pair_key = g.astype(np.int64) * n_cells + cell_codes
-    pair_codes, pair_uniques = pd.factorize(pair_key, sort=True)
+    pair_uniques, pair_codes = np.unique(pair_key, return_inverse=True)  # sorted: by cluster, then cell
     pair_uniques = np.asarray(pair_uniques, dtype=np.int64)
     pair_stats = _sum_by(pair_codes, rec_stats, len(pair_uniques))
 
     if require_connected:
-        n_comp, labels = _components(a, b, len(candidates))
+        n_comp, labels = _components(a[first], b[first], len(candidates))
         if n_comp > 1:
             groups = [sorted(candidates[i] for i in np.flatnonzero(labels == c)) for c in range(n_comp)]
             shown = "; ".join("{" + ", ".join(gr[:8]) + (", …" if len(gr) > 8 else "") + "}" for gr in groups)
