@@ -98,7 +98,9 @@ def refuse_lookalikes(kind: str, names: Sequence[str], first_rows: Sequence[int]
         if len(members) < 2:
             continue
         rows = np.asarray(first_rows) if first_rows is not None else None
-        spelled = "; ".join(f"{visible(names[i])!r}" + ("" if rows is None else f" (first at row {int(rows[i]) + 1})")
+        if rows is not None:
+            members = sorted(members, key=lambda i: int(rows[i]))
+        spelled = "; ".join(f"'{visible(names[i])}'" + ("" if rows is None else f" (first at row {int(rows[i]) + 1})")
                             for i in members[:4])
         column = f" in {where}" if where else ""
         raise OscarInputError(

@@ -37,6 +37,7 @@ arena-hard-auto v0.1 rows: give it with ``baseline=`` (``load_judgments``, CLI
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -325,6 +326,38 @@ SCHEMAS: dict[str, Schema] = {schema.name: schema for schema in (
 )}
 
 
+def _spelling(name) -> str:
+    return re.sub(r"[\s\-.]+", "_", str(name).strip().lower())
+
+
+def _near_miss(columns: list) -> str:
+    """The closest schema, the columns that differ from it and the fix, in words."""
+    if len(columns) == 1:
+        only = str(columns[0])
+        for sep, what in ((";", "semicolon"), ("\t", "tab"), ("|", "pipe")):
+            if sep in only:
+                return (f"the one column {only!r} holds {what}-separated names, so the file is {what}-delimited; "
+                        "save it comma-separated (e.g. pandas: pd.read_csv(path, sep=" + repr(sep) + ").to_csv(new, "
+                        "index=False)), or as .tsv if it is tab-separated")
+    spelled = {_spelling(c): str(c) for c in columns}
+    best, best_key = None, (-1, 0)
+    for schema in SCHEMAS.values():
+        found = sum(r in columns or r in spelled for r in schema.required)
+        key = (found, -len(schema.required))
+        if key > best_key:
+            best, best_key = schema, key
+    if best is None or best_key[0] == 0:
+        return "no schema's columns are present"
+    renames = [f"{spelled[r]!r} → {r!r}" for r in best.required if r not in columns and r in spelled]
+    absent = [r for r in best.required if r not in columns and r not in spelled]
+    parts = [f"the closest schema is {best.name!r} ({best.description})"]
+    if renames:
+        parts.append("rename " + ", ".join(renames) + " (column names are matched exactly, in lower case)")
+    if absent:
+        parts.append(f"it also needs {', '.join(map(repr, absent))}, which the data lack")
+    return "; ".join(parts)
+
+
 def register_schema(schema: Schema) -> Schema:
     """Add an input convention of your own to :data:`SCHEMAS` (detection and ``schema=``)."""
     SCHEMAS[schema.name] = schema
@@ -347,8 +380,8 @@ def detect_schema(frame: pd.DataFrame) -> str:
     if not hits:
         wanted = "; ".join(f"{s.name}: {', '.join(s.required)}" for s in SCHEMAS.values())
         raise OscarInputError(
-            f"cannot recognise the input columns {sorted(map(str, cols))}; "
-            f"expected the columns of one schema ({wanted})"
+            f"cannot recognise the input columns {sorted(map(str, cols))}; {_near_miss(list(frame.columns))} "
+            f"(the schemas and their required columns: {wanted})"
         )
     raise OscarInputError(
         f"the input columns match several schemas {hits}; choose one with schema=... (CLI: --schema)"
