@@ -30,6 +30,7 @@ __all__ = [
     "check_canonical",
     "judge_names",
     "name_column",
+    "name_codes",
     "name_columns",
     "outcome_from_labels",
     "prompt_ids",
@@ -114,29 +115,38 @@ def _codes(col: pd.Series) -> tuple[np.ndarray, list]:
     return np.where(codes < 0, len(uniques), codes), uniques
 
 
-def name_columns(frame: pd.DataFrame, columns, kind: str) -> list[pd.Series]:
-    """``frame``'s name columns (both slots of a pair, or the judge) as one set of names.
+def name_codes(frame: pd.DataFrame, columns, kind: str) -> tuple[list[np.ndarray], list[list[str]]]:
+    """``frame``'s name columns (both slots of a pair, or the judge) as one set of names:
+    each column's integer codes into its own list of names.
 
     Each name is stripped and normalised to NFC (:mod:`oscar_jax.io.names`), on the
     distinct values only; a missing or blank name is an error, and so are two names that
     differ only by invisible characters or NFKC folding (both spellings and their first
-    rows named).
+    rows named). Two spellings that normalise alike share one name (a list may repeat it).
     """
-    out, seen = [], {}
+    all_codes, all_names, seen = [], [], {}
     for column in columns:
-        codes, uniques = _codes(id_text(frame[column]))
+        raw = id_text(frame[column])
+        codes, uniques = _codes(raw)
         names = normal_names(uniques) + [""]
         bad = np.array([n == "" for n in names], dtype=bool)[codes]
-        raise_at(bad, lambda i, c=column: f"column {c!r} {row_label(frame, i)}: missing name; every record needs "
-                 f"a {c}")
+        raise_at(bad, lambda i, c=column: f"column {c!r} {row_label(frame, i)}: missing name {shown(raw.iloc[i])!r}; "
+                 f"every record needs a {c}")
         first = np.zeros(len(names), dtype=np.int64)
         first[codes[::-1]] = np.arange(len(codes))[::-1]  # the last write wins: each name's first record
         for j, name in enumerate(names[:-1]):
             row = int(frame[SOURCE_ROW].iloc[first[j]]) if SOURCE_ROW in frame.columns else int(first[j])
             seen[name] = min(seen.get(name, row), row)
-        out.append(pd.Series(pd.array(names, dtype="str").take(codes), index=frame.index))
+        all_codes.append(codes)
+        all_names.append(names[:-1])
     refuse_lookalikes(kind, list(seen), list(seen.values()), where=" / ".join(repr(c) for c in columns))
-    return out
+    return all_codes, all_names
+
+
+def name_columns(frame: pd.DataFrame, columns, kind: str) -> list[pd.Series]:
+    """:func:`name_codes` as text columns (Arrow strings, one per column of ``columns``)."""
+    codes, names = name_codes(frame, columns, kind)
+    return [pd.Series(pd.array(n, dtype="str").take(c), index=frame.index) for c, n in zip(codes, names)]
 
 
 def name_column(frame: pd.DataFrame, column: str) -> pd.Series:
@@ -341,9 +351,7 @@ def check_canonical(frame: pd.DataFrame) -> None:
     accepts what a reader rejects (a negative or NaN weight, a missing name, a missing
     prompt id). Rows are counted from 1, as the user counts them.
     """
-    for column in ("candidate_a", "candidate_b", "judge"):
-        raise_at(blank(frame[column].reset_index(drop=True)), lambda i, c=column: (
-            f"column {c!r} row {i + 1}: missing name {shown(frame[c].iloc[i])!r}; every record needs a {c}"))
+    # (Names, blank or look-alike, are checked where build_design codes them: name_codes.)
     raise_at(frame["prompt"].isna(), lambda i: f"column 'prompt' row {i + 1}: missing prompt id; give every record its "
              "prompt's id (records of one prompt form one cluster)")
     if "weight" in frame.columns:

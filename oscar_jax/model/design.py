@@ -21,7 +21,7 @@ import pandas as pd
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
-from ..io.columns import LoadReport, check_canonical, name_columns, warn_case_variants
+from ..io.columns import LoadReport, check_canonical, name_codes, warn_case_variants
 from ..io.names import id_text, numbers
 from ..io.families import family_function
 from .params import Layout
@@ -157,45 +157,42 @@ def _warn_dominant_length(log_ratio: np.ndarray, la: np.ndarray, lb: np.ndarray)
             "(lengths are character counts) and fix or drop it", OscarDataWarning, stacklevel=3)
 
 
-def _sorted_codes(*columns) -> tuple[tuple[np.ndarray, ...], tuple[str, ...]]:
-    """Integer codes (int32) of text columns into their sorted common names.
+def _sorted_codes(codes, names) -> tuple[tuple[np.ndarray, ...], tuple[str, ...]]:
+    """Integer codes (int32) into the sorted common names of several coded columns.
 
-    One hash pass (``pd.factorize``, Arrow's for text columns) per column, then the few
-    distinct names are sorted and each column's codes remapped; a Python dictionary lookup
-    per record cost ~0.3 s per million records.
+    ``codes``/``names`` as :func:`~oscar_jax.io.columns.name_codes` returns them (one hash
+    pass per column); only the few distinct names are sorted and each column's codes
+    remapped. A Python dictionary lookup per record cost ~0.3 s per million records.
     """
-    parts = [pd.factorize(col, use_na_sentinel=True) for col in columns]
-    names = sorted({str(u) for _, uniques in parts for u in uniques})
-    index = {name: i for i, name in enumerate(names)}
-    coded = tuple(np.asarray([index[str(u)] for u in uniques], dtype=np.int32)[codes] for codes, uniques in parts)
-    return coded, tuple(names)
+    common = sorted({n for column in names for n in column})
+    index = {name: i for i, name in enumerate(common)}
+    coded = tuple(np.asarray([index[n] for n in column], dtype=np.int32)[c] for c, column in zip(codes, names))
+    return coded, tuple(common)
 
 
 def _cell_codes(a, b, k, z, n_cand: int, n_judge: int) -> tuple[np.ndarray, np.ndarray]:
     """Cell of each record: codes of the unique (a, b, k, z) in order of first appearance,
-    and the code of each record's (a, b, k) triple.
+    and the distinct (a, b, k) keys ``(a·C + b)·K + k``.
 
-    ``z`` holds the covariates that are not functions of (a, b, k) (the family contrast F
-    is one, so it never enters the key). Each column is factorized on its own and folded
-    into one int64 key, so every step hashes integers (a float's bits, −0.0 made 0.0); a
-    pandas MultiIndex over float columns cost ~1 s per million records. Codes stay below
-    N, so each combined key (< N · N) fits in int64.
+    ``z`` lists the covariate columns that are not functions of (a, b, k) (the family
+    contrast F is one, so it never enters the key). Each column is factorized on its own
+    and folded into one int64 key, so every step hashes integers (a float's bits, −0.0
+    made 0.0); a pandas MultiIndex over float columns cost ~1 s per million records. Codes
+    stay below N, so each combined key (< N · N) fits in int64.
     """
-    triple, _ = pd.factorize((a.astype(np.int64) * n_cand + b) * n_judge + k, sort=False)
-    code = triple.astype(np.int64)
-    width = int(code.max()) + 1
-    for j in range(z.shape[1]):
-        zc, zu = pd.factorize((z[:, j] + 0.0).view(np.int64), sort=False)
+    code, keys = pd.factorize((a.astype(np.int64) * n_cand + b) * n_judge + k, sort=False)
+    width = len(keys)
+    for col in z:
+        zc, zu = pd.factorize((np.asarray(col, dtype=np.float64) + 0.0).view(np.int64), sort=False)
         if len(zu) > 1:
-            code, _ = pd.factorize(zc.astype(np.int64) * width + code, sort=False)
-            code = code.astype(np.int64)
-            width = int(code.max()) + 1
-    return np.asarray(code, dtype=np.int64), triple
+            code, uniques = pd.factorize(zc.astype(np.int64) * width + code, sort=False)
+            width = len(uniques)
+    return np.asarray(code, dtype=np.int64), np.asarray(keys, dtype=np.int64)
 
 
-def _sum_by(codes: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
-    """(n, m) sums of the rows of ``values`` (N, m) by code, in record order."""
-    return np.column_stack([np.bincount(codes, weights=values[:, j], minlength=n) for j in range(values.shape[1])])
+def _sum_by(codes: np.ndarray, values, n: int) -> np.ndarray:
+    """(n, m) sums of the m record columns ``values`` by code, in record order."""
+    return np.column_stack([np.bincount(codes, weights=v, minlength=n) for v in values])
 
 
 def build_design(frame: pd.DataFrame, *, reference_judge: str | None = None, family_map=None,
@@ -232,16 +229,15 @@ def build_design(frame: pd.DataFrame, *, reference_judge: str | None = None, fam
     notes: list[str] = []
     frame = frame.reset_index(drop=True)
     # The readers' names are normalised already; a frame built by hand gets the same rules here.
-    cand_a, cand_b = name_columns(frame, ("candidate_a", "candidate_b"), "candidate")
-    same = (cand_a == cand_b).to_numpy(dtype=bool)
+    (a, b), candidates = _sorted_codes(*name_codes(frame, ("candidate_a", "candidate_b"), "candidate"))
+    same = a == b
     if same.any():
         row = int(np.flatnonzero(same)[0])
-        raise OscarInputError(f"row {row + 1}: candidate {cand_a.iloc[row]!r} is compared with itself; remove such "
+        raise OscarInputError(f"row {row + 1}: candidate {candidates[a[row]]!r} is compared with itself; remove such "
                               "records")
-    (a, b), candidates = _sorted_codes(cand_a, cand_b)
     if len(candidates) < 2:
         raise OscarInputError(f"only one candidate ({candidates[0]!r}) in the data; a ranking needs at least two")
-    (k,), judges = _sorted_codes(name_columns(frame, ("judge",), "judge")[0])
+    (k,), judges = _sorted_codes(*name_codes(frame, ("judge",), "judge"))
     warn_case_variants("candidate", candidates)
     warn_case_variants("judge", judges)
     j_index = {j: i for i, j in enumerate(judges)}
@@ -299,8 +295,6 @@ def build_design(frame: pd.DataFrame, *, reference_judge: str | None = None, fam
     fam_code = {f: i for i, f in enumerate(sorted(set(cand_family) | set(judge_family)))}
     cf = np.asarray([fam_code[f] for f in cand_family])
     jf = np.asarray([fam_code[f] for f in judge_family])
-    F = (cf[a] == jf[k]).astype(float) - (cf[b] == jf[k]).astype(float)
-    family_nonzero = bool(np.any(F != 0))
 
     covariates = tuple(covariates or ())
     X = np.zeros((n, len(covariates)))
@@ -315,14 +309,15 @@ def build_design(frame: pd.DataFrame, *, reference_judge: str | None = None, fam
                                   "number; give every record a number (e.g. 0 where the contrast is absent)")
         X[:, j] = vals
 
-    # Cells: unique (a, b, k, L, F, X).
-    z = np.column_stack([L, F, X])
-    # F is a function of (a, b, k): it never splits a cell, so only L and X enter the key.
-    cell_codes, triple = _cell_codes(a, b, k, np.column_stack([L, X]), len(candidates), len(judges))
+    # Cells: unique (a, b, k, L, F, X); F is a function of (a, b, k), so only L and X enter the key.
+    cell_codes, triples = _cell_codes(a, b, k, [L, *X.T], len(candidates), len(judges))
     n_cells = int(cell_codes.max()) + 1
     first = np.full(n_cells, -1, dtype=np.int64)
     first[cell_codes[::-1]] = np.arange(n)[::-1]
-    rec_stats = np.column_stack([w, w * y, w * is_tie.astype(float)])
+    a_c, b_c, k_c = a[first], b[first], k[first]
+    F = (cf[a_c] == jf[k_c]).astype(float) - (cf[b_c] == jf[k_c]).astype(float)
+    family_nonzero = bool(np.any(F != 0))
+    rec_stats = (w, w * y, w * is_tie)
     cell_stats = _sum_by(cell_codes, rec_stats, n_cells)
 
     pair_key = g.astype(np.int64) * n_cells + cell_codes
@@ -331,7 +326,8 @@ def build_design(frame: pd.DataFrame, *, reference_judge: str | None = None, fam
     pair_stats = _sum_by(pair_codes, rec_stats, len(pair_uniques))
 
     if require_connected:
-        n_comp, labels = _components(a[first], b[first], len(candidates))
+        pair_ab = triples // len(judges)  # one edge per distinct (a, b) judged
+        n_comp, labels = _components(pair_ab // len(candidates), pair_ab % len(candidates), len(candidates))
         if n_comp > 1:
             groups = [sorted(candidates[i] for i in np.flatnonzero(labels == c)) for c in range(n_comp)]
             shown = "; ".join("{" + ", ".join(gr[:8]) + (", …" if len(gr) > 8 else "") + "}" for gr in groups)
@@ -344,10 +340,10 @@ def build_design(frame: pd.DataFrame, *, reference_judge: str | None = None, fam
     # Cast on the host and device_put: jnp.asarray compiles a copy program per shape.
     put = jax.device_put
     arrays = DesignArrays(
-        a=put(np.asarray(a[first], np.int32)),
-        b=put(np.asarray(b[first], np.int32)),
-        k=put(np.asarray(k[first], np.int32)),
-        z=put(np.asarray(z[first], np.float64)),
+        a=put(np.asarray(a_c, np.int32)),
+        b=put(np.asarray(b_c, np.int32)),
+        k=put(np.asarray(k_c, np.int32)),
+        z=put(np.column_stack([L[first], F, X[first]]).astype(np.float64)),
         stats=put(np.asarray(cell_stats, np.float64)),
         pair_cell=put(np.asarray(pair_uniques % n_cells, np.int32)),
         pair_g=put(np.asarray(pair_uniques // n_cells, np.int32)),
@@ -357,7 +353,7 @@ def build_design(frame: pd.DataFrame, *, reference_judge: str | None = None, fam
         arrays=arrays,
         candidates=candidates,
         judges=judges,
-        prompts=tuple(prompts),
+        prompts=tuple(prompts.tolist()),
         reference=ref,
         covariates=covariates,
         has_length=has_length,
