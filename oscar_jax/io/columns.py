@@ -38,6 +38,8 @@ __all__ = [
     "require_columns",
     "row_label",
     "shown",
+    "TIE_KINDS",
+    "label_is",
     "tie_kinds",
     "warn_case_variants",
 ]
@@ -116,6 +118,11 @@ def _codes(col: pd.Series) -> tuple[np.ndarray, list]:
 
 
 def name_codes(frame: pd.DataFrame, columns, kind: str) -> tuple[list[np.ndarray], list[list[str]]]:
+    codes, names, _ = _name_codes(frame, columns, kind)
+    return codes, names
+
+
+def _name_codes(frame: pd.DataFrame, columns, kind: str):
     """``frame``'s name columns (both slots of a pair, or the judge) as one set of names:
     each column's integer codes into its own list of names.
 
@@ -124,11 +131,12 @@ def name_codes(frame: pd.DataFrame, columns, kind: str) -> tuple[list[np.ndarray
     differ only by invisible characters or NFKC folding (both spellings and their first
     rows named). Two spellings that normalise alike share one name (a list may repeat it).
     """
-    all_codes, all_names, seen = [], [], {}
+    all_codes, all_names, as_read, seen = [], [], [], {}
     for column in columns:
         raw = id_text(frame[column])
         codes, uniques = _codes(raw)
         names = normal_names(uniques) + [""]
+        as_read.append(raw if names[:-1] == uniques else None)  # nothing to rewrite: keep the column
         bad = np.array([n == "" for n in names], dtype=bool)[codes]
         raise_at(bad, lambda i, c=column: f"column {c!r} {row_label(frame, i)}: missing name {shown(raw.iloc[i])!r}; "
                  f"every record needs a {c}")
@@ -140,13 +148,14 @@ def name_codes(frame: pd.DataFrame, columns, kind: str) -> tuple[list[np.ndarray
         all_codes.append(codes)
         all_names.append(names[:-1])
     refuse_lookalikes(kind, list(seen), list(seen.values()), where=" / ".join(repr(c) for c in columns))
-    return all_codes, all_names
+    return all_codes, all_names, as_read
 
 
 def name_columns(frame: pd.DataFrame, columns, kind: str) -> list[pd.Series]:
     """:func:`name_codes` as text columns (Arrow strings, one per column of ``columns``)."""
-    codes, names = name_codes(frame, columns, kind)
-    return [pd.Series(pd.array(n, dtype="str").take(c), index=frame.index) for c, n in zip(codes, names)]
+    codes, names, as_read = _name_codes(frame, columns, kind)
+    return [raw if raw is not None else pd.Series(pd.array(n, dtype="str").take(c), index=frame.index)
+            for c, n, raw in zip(codes, names, as_read)]
 
 
 def name_column(frame: pd.DataFrame, column: str) -> pd.Series:
@@ -172,7 +181,7 @@ def outcome_from_labels(values: pd.Series, column: str, mapping: dict, allow_num
         codes = np.where(codes < 0, len(uniques) - 1, codes)
     except TypeError:  # unhashable values (lists): one "label" per record
         uniques, codes = list(values), np.arange(len(values))
-    kinds = ["", "tie", "bothbad"]
+    kinds = list(TIE_KINDS)
     y_u = np.empty(len(uniques))
     kind_u = np.zeros(len(uniques), dtype=np.int8)
     bad_u = np.zeros(len(uniques), dtype=bool)
@@ -205,9 +214,21 @@ def outcome_from_labels(values: pd.Series, column: str, mapping: dict, allow_num
     return y_u[codes], tie_kinds(kind_u[codes], kinds)
 
 
-def tie_kinds(codes: np.ndarray, kinds) -> pd.Series:
-    """The ``tie_kind`` column from integer codes into ``kinds`` (no Python string per record)."""
-    return pd.Series(pd.array(list(kinds), dtype="str").take(np.asarray(codes, dtype=np.intp)))
+TIE_KINDS = ("", "tie", "bothbad")
+
+
+def tie_kinds(codes: np.ndarray, kinds=TIE_KINDS) -> pd.Series:
+    """The ``tie_kind`` column from integer codes into ``kinds``: a categorical of
+    :data:`TIE_KINDS` (one byte per record, no string per record)."""
+    index = np.asarray([TIE_KINDS.index(k) for k in kinds], dtype=np.int8)
+    return pd.Series(pd.Categorical.from_codes(index[np.asarray(codes, dtype=np.intp)], categories=list(TIE_KINDS)))
+
+
+def label_is(values: pd.Series, label: str) -> np.ndarray:
+    """Where ``values`` equals ``label`` once stripped and lower-cased, compared per distinct value."""
+    codes, uniques = _codes(values.astype(str) if values.dtype == object else values)
+    hit = np.array([u.strip().lower() == label for u in uniques] + [False], dtype=bool)
+    return hit[codes]
 
 
 def shown(value):

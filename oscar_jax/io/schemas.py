@@ -44,7 +44,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .columns import (LoadReport, canonical_frame, name_column, outcome_from_labels, prompt_ids, raise_at,
+from .columns import (LoadReport, canonical_frame, label_is, name_column, outcome_from_labels, prompt_ids, raise_at,
                       require_columns, row_label, shown)
 from ..runtime.validate import OscarInputError
 
@@ -92,8 +92,7 @@ def _convert_oscar(frame: pd.DataFrame, report: LoadReport, options: dict) -> pd
 def _convert_xu(frame: pd.DataFrame, report: LoadReport, options: dict) -> pd.DataFrame:
     cols = ("question_id", "model_a", "model_b", "judge_model", "judge_preferred_model")
     require_columns(frame, cols, "xu")
-    verdict = frame["judge_preferred_model"].astype(str).str.strip().str.lower()
-    unknown = verdict == "unknown"
+    unknown = label_is(frame["judge_preferred_model"], "unknown")
     report.dropped["'unknown' verdicts (format rule)"] = int(unknown.sum())
     frame = frame.loc[~unknown].reset_index(drop=True)
     mapping = {"a": (1.0, ""), "b": (0.0, ""), "c": (0.5, "tie")}
@@ -108,7 +107,7 @@ ARENA_WINNERS = {"model_a": (1.0, ""), "model_b": (0.0, ""), "tie": (0.5, "tie")
 
 def _convert_arena(frame: pd.DataFrame, report: LoadReport, options: dict) -> pd.DataFrame:
     require_columns(frame, ("model_a", "model_b", "winner"), "arena")
-    is_bothbad = (frame["winner"].astype(str).str.strip().str.lower() == "tie (bothbad)").to_numpy()
+    is_bothbad = label_is(frame["winner"], "tie (bothbad)")
     policy = options.get("bothbad", "tie")  # 'tie' scores 'tie (bothbad)' as ½; 'drop' removes it, counted
     if policy not in ("tie", "drop"):
         raise OscarInputError(f"bothbad must be 'tie' or 'drop', got {policy!r}")
