@@ -83,17 +83,18 @@ def test_ids_are_read_as_the_text_written(tmp_path_factory, prompts, names, fmt)
 
 
 def test_leading_zeros_and_numbers_never_merge_or_split(tmp_path):
-    # The cases: 30 prompt spellings of 10 numbers; '007' and '7' that never meet;
-    # a numeric candidate_a column beside one text name in candidate_b.
+    # The cases: 30 prompt spellings of 10 numbers; '007' and '7' that never meet,
+    # in a slot column holding only numbers (so a number parser would see one model).
     prompts = [f"{'0' * z}{i}" for i in range(1, 11) for z in range(3)]
-    rows = _records(prompts, ["007", "x"]) + _records(prompts, ["7", "x"]) + [
-        {"prompt": "p", "candidate_a": "2", "candidate_b": "y", "judge": "j", "outcome": "A"},
-        {"prompt": "p", "candidate_a": "y", "candidate_b": "x", "judge": "j", "outcome": "A"}]
-    for fmt in ("csv", "tsv", "jsonl", "parquet"):
-        frame, _ = oj.load_judgments(_write(tmp_path / fmt, rows, fmt))
+    pairs = [("007", "x"), ("7", "x"), ("2", "x"), ("2", "y")]
+    rows = [{"prompt": p, "candidate_a": a, "candidate_b": b, "judge": "1", "outcome": "A"}
+            for p in prompts for a, b in pairs]
+    for fmt in ("csv", "tsv", "csv.gz", "jsonl", "parquet"):
+        frame, _ = oj.load_judgments(_write(tmp_path / fmt.replace(".", "_"), rows, fmt))
         design = oj.build_design(frame)
-        assert design.n_clusters == 31, fmt  # 30 spellings and 'p'
+        assert design.n_clusters == 30, fmt
         assert sorted(design.candidates) == ["007", "2", "7", "x", "y"], fmt
+        assert design.judges == ("1",), fmt
 
 
 def test_typed_ids_keep_their_digits_and_numbers_stay_numbers(tmp_path):
