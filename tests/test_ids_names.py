@@ -229,3 +229,17 @@ def test_the_cli_refuses_lookalikes_with_exit_2_and_no_traceback(tmp_path):
                          capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert out.returncode == 2 and "Traceback" not in out.stderr
     assert "'m1\\u200b' (first at row" in out.stderr and "\u200b" not in out.stderr
+
+
+def test_json_numbers_in_id_columns_keep_their_digits(tmp_path):
+    # Arrow's JSON reader takes files whose ids are all JSON strings; a JSON number in an
+    # id column sends the file line by line, where 1e3 stays "1e3" and 7 stays "7".
+    lines = ['{"prompt": 1e3, "candidate_a": "007", "candidate_b": 7, "judge": "j", "outcome": 1}',
+             '{"prompt": "1000", "candidate_a": 7, "candidate_b": "x", "judge": "j", "outcome": 0.5}',
+             '{"prompt": 2.50, "candidate_a": "x", "candidate_b": "007", "judge": "j", "outcome": "B"}']
+    for name, opener in (("n.jsonl", open), ("n.jsonl.gz", gzip.open)):
+        with opener(tmp_path / name, "wt") as fh:
+            fh.write("\n".join(lines) + "\n")
+        frame, _ = oj.load_judgments(tmp_path / name)
+        assert frame["prompt"].tolist() == ["1e3", "1000", "2.50"]
+        assert frame["candidate_b"].tolist() == ["7", "x", "007"] and frame["outcome"].tolist() == [1.0, 0.5, 0.0]

@@ -85,7 +85,8 @@ def _read_csv(path: Path, sep: str, encoding: str) -> pd.DataFrame:
         try:
             table = pcsv.read_csv(
                 path,
-                read_options=pcsv.ReadOptions(column_names=names, skip_rows=1),
+                # 16 MiB blocks: a few chunks per column (later hash passes walk each chunk), still parallel.
+                read_options=pcsv.ReadOptions(column_names=names, skip_rows=1, block_size=1 << 24),
                 parse_options=pcsv.ParseOptions(delimiter=sep, newlines_in_values=True),
                 convert_options=pcsv.ConvertOptions(column_types={n: pa.string() for n in names}, null_values=[""],
                                                     strings_can_be_null=True, quoted_strings_can_be_null=True))
@@ -109,6 +110,40 @@ def _read_jsonl(path: Path, encoding: str) -> pd.DataFrame:
                 "that line"
             ) from None
     return pd.DataFrame(rows)
+
+
+# The columns that hold ids or names in some input convention (oscar_jax.io.schemas): read as
+# text by Arrow's JSON reader, which refuses a file where one holds a JSON number.
+ID_COLUMNS = ("prompt", "question_id", "uid", "task", "instruction", "candidate_a", "candidate_b", "model_a",
+              "model_b", "model", "baseline", "left", "right", "label", "generator_1", "generator_2", "judge",
+              "judge_model", "worker", "annotator")
+
+
+def _read_jsonl_columnar(path: Path, encoding: str) -> pd.DataFrame:
+    """JSON lines through Arrow's columnar reader when every id is a JSON string (the usual
+    export); otherwise (a numeric id, a nested record, a bad line) line by line, where a
+    number keeps its digits and a bad line is named."""
+    if encoding.lower().replace("_", "-") in ("utf-8", "utf8"):
+        import pyarrow as pa
+        import pyarrow.json as pj
+
+        try:
+            with (pa.input_stream(str(path), compression="detect")) as stream:
+                head = stream.read(1 << 16).decode("utf-8", errors="replace").lstrip("\ufeff \t\r\n")
+            keys = json.loads(head.splitlines()[0]) if head else None
+        except (ValueError, OSError, pa.ArrowException, IndexError):
+            keys = None
+        if isinstance(keys, dict) and not any(isinstance(v, (dict, list)) for v in keys.values()):
+            schema = pa.schema([(c, pa.string()) for c in keys if c in ID_COLUMNS])
+            try:
+                table = pj.read_json(pa.input_stream(str(path), compression="detect"), parse_options=pj.ParseOptions(
+                    explicit_schema=schema, unexpected_field_behavior="infer", newlines_in_values=False))
+                if all(t in (pa.string(), pa.int64(), pa.float64(), pa.bool_(), pa.null())
+                       for t in table.schema.types):
+                    return table.to_pandas()
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+                pass
+    return _read_jsonl(path, encoding)
 
 
 def _looks_like_json(path: Path, encoding: str) -> bool:
@@ -156,7 +191,7 @@ def read_table(source, encoding: str | None = None) -> tuple[pd.DataFrame, str]:
         elif suffix in (".parquet", ".pq"):
             frame = pd.read_parquet(path)
         elif suffix in (".jsonl", ".ndjson", ".jsonl.gz"):
-            frame = _read_jsonl(path, enc)
+            frame = _read_jsonl_columnar(path, enc)
         elif suffix in (".json", ".json.gz"):
             frame = _read_json(path, enc)
         else:
