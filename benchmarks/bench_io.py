@@ -145,6 +145,7 @@ def main(argv=None) -> int:
     ap.add_argument("--data-dir", type=Path, default=Path(tempfile.gettempdir()) / "oscar_bench_io")
     ap.add_argument("--timeout", type=float, default=900)
     ap.add_argument("--json", type=Path, help="write every run's numbers here")
+    ap.add_argument("--no-warmup", action="store_true", help="skip the unmeasured warm-up pair (large sizes)")
     args = ap.parse_args(argv)
     args.data_dir.mkdir(parents=True, exist_ok=True)
     sides = {"base": args.baseline.resolve(), "new": ROOT}
@@ -152,7 +153,7 @@ def main(argv=None) -> int:
     for n in [int(float(x)) for x in args.sizes.split(",")]:
         paths = make_data(args.data_dir, n)
         for fmt in args.formats.split(","):
-            for side in ("base", "new"):  # warm-up pair: page cache, .pyc files
+            for side in () if args.no_warmup else ("base", "new"):  # warm-up pair: page cache, .pyc files
                 run_one(sides[side], paths[fmt], args.timeout)
             runs = {"base": [], "new": []}
             for r in range(args.rounds):

@@ -175,18 +175,21 @@ def _cell_codes(a, b, k, z, n_cand: int, n_judge: int) -> tuple[np.ndarray, np.n
     and the distinct (a, b, k) keys ``(a·C + b)·K + k``.
 
     ``z`` lists the covariate columns that are not functions of (a, b, k) (the family
-    contrast F is one, so it never enters the key). Each column is factorized on its own
-    and folded into one int64 key, so every step hashes integers (a float's bits, −0.0
-    made 0.0); a pandas MultiIndex over float columns cost ~1 s per million records. Codes
-    stay below N, so each combined key (< N · N) fits in int64.
+    contrast F is one, so it never enters the key). The (a, b, k) code and each column are
+    folded in one hash pass per column over a complex128 key (code + i·z, −0.0 made 0.0;
+    codes below 2^53 are exact): at 10^7 records with a continuous length that is 2 CPU-s
+    against 2.9 for factorizing z and the combined int64 key apart, and a pandas
+    MultiIndex over float columns cost ~1 s per million records.
     """
     code, keys = pd.factorize((a.astype(np.int64) * n_cand + b) * n_judge + k, sort=False)
-    width = len(keys)
     for col in z:
-        zc, zu = pd.factorize((np.asarray(col, dtype=np.float64) + 0.0).view(np.int64), sort=False)
-        if len(zu) > 1:
-            code, uniques = pd.factorize(zc.astype(np.int64) * width + code, sort=False)
-            width = len(uniques)
+        col = np.asarray(col, dtype=np.float64)
+        if col.size and np.all(col == col[0]):
+            continue  # a constant column splits no cell
+        key = np.empty(len(code), dtype=np.complex128)
+        key.real = code
+        key.imag = col + 0.0
+        code, _ = pd.factorize(key, sort=False)
     return np.asarray(code, dtype=np.int64), np.asarray(keys, dtype=np.int64)
 
 
