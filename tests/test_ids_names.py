@@ -243,3 +243,25 @@ def test_json_numbers_in_id_columns_keep_their_digits(tmp_path):
         frame, _ = oj.load_judgments(tmp_path / name)
         assert frame["prompt"].tolist() == ["1e3", "1000", "2.50"]
         assert frame["candidate_b"].tolist() == ["7", "x", "007"] and frame["outcome"].tolist() == [1.0, 0.5, 0.0]
+
+
+HIDDEN = ["\u200b", "\u200c", "\u200d", "\u2060", "\ufeff", "\u00ad", "\u202e", "\u202d", "\u2066", "\u200e",
+          "\u0000", "\u0007", "\u001b", "\u0085", "\U000e0041"]
+
+
+@SETTINGS
+@given(base=st.text("abcxyzAB0129-._/", min_size=1, max_size=12).filter(lambda s: s.strip() == s and s.strip()),
+       hidden=st.sampled_from(HIDDEN), where=st.integers(0, 12), fmt=st.sampled_from(["csv", "jsonl", "parquet"]))
+def test_a_hidden_character_anywhere_in_a_name_is_refused_or_merged(tmp_path_factory, base, hidden, where, fmt):
+    # Inside the name the two spellings are refused; at either end, a character that strip()
+    # removes (U+0085) makes them one name, and any other is refused too; never two candidates.
+    other = base[:where] + hidden + base[where:]
+    rows = _records(["p1"], [base, "zz"]) + [
+        {"prompt": "p2", "candidate_a": other, "candidate_b": "zz", "judge": "j", "outcome": "B"}]
+    file = _write(tmp_path_factory.mktemp("hid") / "d", rows, fmt)
+    try:
+        design = oj.build_design(oj.load_judgments(file).frame)
+    except OscarInputError as err:
+        assert "differ only by invisible characters" in str(err) and visible(other) in str(err)
+    else:
+        assert design.n_cand == 2 and other.strip() == base
