@@ -18,7 +18,6 @@ import sys
 import unicodedata
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings

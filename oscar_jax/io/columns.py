@@ -138,8 +138,8 @@ def _name_codes(frame: pd.DataFrame, columns, kind: str):
         names = normal_names(uniques) + [""]
         as_read.append(raw if names[:-1] == uniques else None)  # nothing to rewrite: keep the column
         bad = np.array([n == "" for n in names], dtype=bool)[codes]
-        raise_at(bad, lambda i, c=column: f"column {c!r} {row_label(frame, i)}: missing name {shown(raw.iloc[i])!r}; "
-                 f"every record needs a {c}")
+        raise_at(bad, lambda i, c=column, r=raw: f"column {c!r} {row_label(frame, i)}: missing name "
+                 f"{shown(r.iloc[i])!r}; every record needs a {c}")
         first = np.zeros(len(names), dtype=np.int64)
         first[codes[::-1]] = np.arange(len(codes))[::-1]  # the last write wins: each name's first record
         for j, name in enumerate(names[:-1]):
