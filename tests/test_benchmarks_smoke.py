@@ -182,3 +182,16 @@ def test_floors_study_arithmetic():
     assert rows["cold"][3] == "26.0"
     # one evaluator per method: warm CPU + 5 × (52 − 10) ÷ 14 programs = 25 CPU-s → 12.5 s
     assert [r for k, r in rows.items() if k.startswith("cold, one")][0][3] == "12.5"
+
+
+def test_bench_io_quick(tmp_path, capsys):
+    import json
+
+    from benchmarks import bench_io
+
+    assert bench_io.main(["--baseline", str(ROOT), "--sizes", "500", "--formats", "csv", "--rounds", "1",
+                          "--no-warmup", "--data-dir", str(tmp_path), "--json", str(tmp_path / "io.json")]) == 0
+    runs = json.loads((tmp_path / "io.json").read_text())["500-csv"]
+    assert {side: len(v) for side, v in runs.items()} == {"base": 1, "new": 1}
+    assert all(r["n_records"] == 500 and r["n_judge"] == 20 for v in runs.values() for r in v)
+    assert "| 500 | csv | after (this branch)" in capsys.readouterr().out

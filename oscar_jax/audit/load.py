@@ -25,7 +25,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..io.columns import blank, prompt_key, row_label, shown
+from ..io.columns import blank, row_label, shown
+from ..io.names import prompt_key
 from ..io.readers import read_table
 from ..runtime.validate import OscarInputError, check_choice, resolve_name
 from .data import DEFAULT_LABELS, AuditData, AuditReport, parse_labels

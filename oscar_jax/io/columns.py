@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from .names import id_text, normal_names, numbers, refuse_lookalikes
 from ..runtime.validate import OscarDataWarning, OscarInputError
 
 __all__ = [
@@ -29,13 +30,17 @@ __all__ = [
     "check_canonical",
     "judge_names",
     "name_column",
+    "name_codes",
+    "name_columns",
     "outcome_from_labels",
     "prompt_ids",
-    "prompt_key",
     "raise_at",
     "require_columns",
     "row_label",
     "shown",
+    "TIE_KINDS",
+    "label_is",
+    "tie_kinds",
     "warn_case_variants",
 ]
 
@@ -91,15 +96,6 @@ def raise_at(bad, message) -> None:
         raise OscarInputError(message(int(np.flatnonzero(bad)[0])))
 
 
-def prompt_key(value):
-    """Hashable prompt id; lists such as ["file.jsonl", 444] become "file.jsonl#444"."""
-    if isinstance(value, (list, tuple, np.ndarray)):
-        return "#".join(str(v) for v in value)
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return value if isinstance(value, str) else str(value)
-
-
 def row_label(frame: pd.DataFrame, i: int) -> str:
     """Record ``i`` of ``frame`` as the user counts it: the 1-based row of the raw input
     (before any format rule dropped records; a CSV's file line is this number + 1)."""
@@ -109,33 +105,91 @@ def row_label(frame: pd.DataFrame, i: int) -> str:
 
 def blank(col: pd.Series) -> np.ndarray:
     """True where a name or id is missing: NaN/None, empty or only white space."""
-    return (col.isna() | (col.astype(str).str.strip() == "")).to_numpy()
+    codes, uniques = _codes(id_text(pd.Series(col)))
+    empty = np.array([str(u).strip() == "" for u in uniques] + [True], dtype=bool)
+    return empty[codes]
+
+
+def _codes(col: pd.Series) -> tuple[np.ndarray, list]:
+    """Codes of a text column into its distinct values; a missing value gets the last code."""
+    codes, uniques = pd.factorize(col, use_na_sentinel=True)
+    uniques = [str(u) for u in uniques]
+    return np.where(codes < 0, len(uniques), codes), uniques
+
+
+def name_codes(frame: pd.DataFrame, columns, kind: str) -> tuple[list[np.ndarray], list[list[str]]]:
+    codes, names, _ = _name_codes(frame, columns, kind)
+    return codes, names
+
+
+def _name_codes(frame: pd.DataFrame, columns, kind: str):
+    """``frame``'s name columns (both slots of a pair, or the judge) as one set of names:
+    each column's integer codes into its own list of names.
+
+    Each name is stripped and normalised to NFC (:mod:`oscar_jax.io.names`), on the
+    distinct values only; a missing or blank name is an error, and so are two names that
+    differ only by invisible characters or NFKC folding (both spellings and their first
+    rows named). Two spellings that normalise alike share one name (a list may repeat it).
+    """
+    all_codes, all_names, as_read, seen = [], [], [], {}
+    for column in columns:
+        raw = id_text(frame[column])
+        codes, uniques = _codes(raw)
+        names = normal_names(uniques) + [""]
+        as_read.append(raw if names[:-1] == uniques else None)  # nothing to rewrite: keep the column
+        bad = np.array([n == "" for n in names], dtype=bool)[codes]
+        raise_at(bad, lambda i, c=column, r=raw: f"column {c!r} {row_label(frame, i)}: missing name "
+                 f"{shown(r.iloc[i])!r}; every record needs a {c}")
+        first = np.zeros(len(names), dtype=np.int64)
+        first[codes[::-1]] = np.arange(len(codes))[::-1]  # the last write wins: each name's first record
+        for j, name in enumerate(names[:-1]):
+            row = int(frame[SOURCE_ROW].iloc[first[j]]) if SOURCE_ROW in frame.columns else int(first[j])
+            seen[name] = min(seen.get(name, row), row)
+        all_codes.append(codes)
+        all_names.append(names[:-1])
+    refuse_lookalikes(kind, list(seen), list(seen.values()), where=" / ".join(repr(c) for c in columns))
+    return all_codes, all_names, as_read
+
+
+def name_columns(frame: pd.DataFrame, columns, kind: str) -> list[pd.Series]:
+    """:func:`name_codes` as text columns (Arrow strings, one per column of ``columns``)."""
+    codes, names, as_read = _name_codes(frame, columns, kind)
+    return [raw if raw is not None else pd.Series(pd.array(n, dtype="str").take(c), index=frame.index)
+            for c, n, raw in zip(codes, names, as_read)]
 
 
 def name_column(frame: pd.DataFrame, column: str) -> pd.Series:
-    """``frame[column]`` as stripped names; a missing or blank name is an error."""
-    col = frame[column]
-    raise_at(blank(col), lambda i: f"column {column!r} {row_label(frame, i)}: missing name; every record needs a {column}")
-    return col.astype(str).str.strip()
+    """``frame[column]`` as stripped, NFC-normalised names; a missing or blank name is an error."""
+    return name_columns(frame, (column,), column)[0]
 
 
 def outcome_from_labels(values: pd.Series, column: str, mapping: dict, allow_numeric: bool, frame=None):
     """Map outcome labels to (Y, tie_kind); numeric values in [0, 1] pass through if allowed.
 
-    ``frame`` (the frame ``values`` came from) lets errors name the raw input row.
+    ``frame`` (the frame ``values`` came from) lets errors name the raw input row. Each
+    *distinct* label is looked up once; ``tie_kind`` is a text array ("", "tie", "bothbad").
     """
-    raw_values = values.to_numpy()
-    if allow_numeric and raw_values.dtype.kind in "fiu":
-        # Numbers pass through: vectorised unless one is out of range (the loop names it).
+    raw_values = values.to_numpy() if values.dtype.kind in "fiub" else None
+    if allow_numeric and raw_values is not None and raw_values.dtype.kind in "fiu":
+        # Numbers pass through: vectorised unless one is out of range (the loop below names it).
         number = raw_values.astype(float)
         if np.all(np.isfinite(number) & (number >= 0.0) & (number <= 1.0)):
-            return number, np.where(number == 0.5, "tie", "").astype(object)
-    y = np.empty(len(values))
-    kind = np.empty(len(values), dtype=object)
-    for i, raw in enumerate(raw_values):
+            return number, tie_kinds(np.where(number == 0.5, 1, 0), ["", "tie"])
+    try:
+        codes, uniques = pd.factorize(values, use_na_sentinel=True)
+        uniques = list(uniques) + [None]
+        codes = np.where(codes < 0, len(uniques) - 1, codes)
+    except TypeError:  # unhashable values (lists): one "label" per record
+        uniques, codes = list(values), np.arange(len(values))
+    kinds = list(TIE_KINDS)
+    y_u = np.empty(len(uniques))
+    kind_u = np.zeros(len(uniques), dtype=np.int8)
+    bad_u = np.zeros(len(uniques), dtype=bool)
+    for j, raw in enumerate(uniques):
         key = raw.strip().lower() if isinstance(raw, str) else raw
         if isinstance(key, str) and key in mapping:
-            y[i], kind[i] = mapping[key]
+            y_u[j], kind = mapping[key]
+            kind_u[j] = kinds.index(kind)
             continue
         number = None
         if allow_numeric and not isinstance(raw, (bool, np.bool_)):
@@ -144,16 +198,37 @@ def outcome_from_labels(values: pd.Series, column: str, mapping: dict, allow_num
             except (TypeError, ValueError):
                 number = None
         if number is not None and math.isfinite(number) and 0.0 <= number <= 1.0:
-            y[i] = number
-            kind[i] = "tie" if number == 0.5 else ""
-            continue
+            y_u[j], kind_u[j] = number, int(number == 0.5)
+        else:
+            bad_u[j] = True
+    bad = bad_u[codes]
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raw = values.iloc[i]
         expected = sorted({k for k in mapping})
         extra = " or a number in [0, 1]" if allow_numeric else ""
         raise OscarInputError(
             f"column {column!r} {row_label(frame, i)}: unknown label {shown(raw)!r}; "
             f"expected one of {expected}{extra}" + _bool_hint(raw)
         )
-    return y, kind
+    return y_u[codes], tie_kinds(kind_u[codes], kinds)
+
+
+TIE_KINDS = ("", "tie", "bothbad")
+
+
+def tie_kinds(codes: np.ndarray, kinds=TIE_KINDS) -> pd.Series:
+    """The ``tie_kind`` column from integer codes into ``kinds``: a categorical of
+    :data:`TIE_KINDS` (one byte per record, no string per record)."""
+    index = np.asarray([TIE_KINDS.index(k) for k in kinds], dtype=np.int8)
+    return pd.Series(pd.Categorical.from_codes(index[np.asarray(codes, dtype=np.intp)], categories=list(TIE_KINDS)))
+
+
+def label_is(values: pd.Series, label: str) -> np.ndarray:
+    """Where ``values`` equals ``label`` once stripped and lower-cased, compared per distinct value."""
+    codes, uniques = _codes(values.astype(str) if values.dtype == object else values)
+    hit = np.array([u.strip().lower() == label for u in uniques] + [False], dtype=bool)
+    return hit[codes]
 
 
 def shown(value):
@@ -194,21 +269,30 @@ def canonical_frame(frame: pd.DataFrame, report: LoadReport, outcome, *, prompt,
         names = (prompt,) if isinstance(prompt, str) else tuple(prompt)
         prompt = prompt_ids(frame, next((c for c in names if c in frame.columns), names[0]), report)
     y, kind = outcome
+    if isinstance(candidate_a, str) and isinstance(candidate_b, str):
+        cand = name_columns(frame, (candidate_a, candidate_b), "candidate")
+    else:
+        pair = pd.DataFrame({c: _column(frame, v).array for c, v in (("candidate_a", candidate_a),
+                                                                      ("candidate_b", candidate_b))})
+        if SOURCE_ROW in frame.columns:
+            pair[SOURCE_ROW] = frame[SOURCE_ROW].to_numpy()
+        cand = name_columns(pair, ("candidate_a", "candidate_b"), "candidate")
     out = {
         "prompt": prompt,
-        "candidate_a": candidate_a if isinstance(candidate_a, pd.Series) else name_column(frame, candidate_a),
-        "candidate_b": candidate_b if isinstance(candidate_b, pd.Series) else name_column(frame, candidate_b),
+        "candidate_a": cand[0],
+        "candidate_b": cand[1],
         "judge": judge_names(frame, judge, report, default=default_judge),
         "outcome": y,
         "tie_kind": kind,
     }
     # Positional arrays only: a Series built from a sorted, filtered or concatenated frame
     # keeps that frame's index labels, and pandas would align it by label, not by position.
-    result = pd.DataFrame({k: (v.to_numpy() if isinstance(v, pd.Series) else np.asarray(v)) for k, v in out.items()})
+    # (A Series' .array keeps its dtype: text stays Arrow text, never a column of Python objects.)
+    result = pd.DataFrame({k: (v.array if isinstance(v, pd.Series) else np.asarray(v)) for k, v in out.items()})
     if SOURCE_ROW in frame.columns:
         result[SOURCE_ROW] = frame[SOURCE_ROW].to_numpy()
     if "weight" in frame.columns:
-        w = pd.to_numeric(frame["weight"], errors="coerce").to_numpy(dtype=float)
+        w = numbers(frame["weight"])
         raise_at(~np.isfinite(w) | (w < 0), lambda i: f"column 'weight' {row_label(frame, i)}: invalid weight "
                  f"{shown(frame['weight'].iloc[i])!r}; weights must be finite and ≥ 0")
         result["weight"] = w
@@ -237,7 +321,7 @@ MAX_LENGTH = 1e9
 
 
 def _lengths(col: pd.Series, name: str, frame=None) -> np.ndarray:
-    values = pd.to_numeric(col, errors="coerce").to_numpy(dtype=float)
+    values = numbers(col)
     raise_at(np.isfinite(values) & (values > MAX_LENGTH), lambda i: (
         f"column {name!r} {row_label(frame, i)}: length {shown(col.iloc[i])!r} exceeds {MAX_LENGTH:.0e} characters; "
         "lengths are character counts of the responses — fix the value (or drop the length columns)"))
@@ -245,6 +329,10 @@ def _lengths(col: pd.Series, name: str, frame=None) -> np.ndarray:
         f"column {name!r} {row_label(frame, i)}: invalid length {shown(col.iloc[i])!r}; lengths must be "
         "finite, non-negative character counts (give all records lengths, or none)"))
     return values
+
+
+def _column(frame: pd.DataFrame, spec) -> pd.Series:
+    return frame[spec] if isinstance(spec, str) else pd.Series(spec).reset_index(drop=True)
 
 
 def prompt_ids(frame: pd.DataFrame, column: str, report) -> pd.Series:
@@ -256,22 +344,19 @@ def prompt_ids(frame: pd.DataFrame, column: str, report) -> pd.Series:
             "intervals reduce to heteroskedasticity-robust ones"
         )
         return pd.Series([f"record-{i}" for i in range(len(frame))], dtype=object)
-    col = frame[column]
+    col = id_text(frame[column])
     raise_at(col.isna(), lambda i: f"column {column!r} {row_label(frame, i)}: missing prompt id; give every record "
              f"its prompt's id (records of one prompt form one cluster), or drop the {column!r} column to make "
              "every record its own cluster")
-    if pd.api.types.infer_dtype(col, skipna=False) == "string":
-        # Strings are their own keys: one hash pass instead of a Python call per record.
-        return col.astype(object)
-    return col.map(prompt_key)
+    return col
 
 
 def judge_names(frame: pd.DataFrame, column: str, report, default: str = "judge") -> pd.Series:
     """Judge names from ``column``; without it every record has judge ``default`` (noted)."""
     if column not in frame.columns:
         report.notes.append(f"no {column!r} column: all records are treated as one judge {default!r}")
-        return pd.Series([default] * len(frame), dtype=object)
-    return name_column(frame, column)
+        return pd.Series(pd.array([default], dtype="str").take(np.zeros(len(frame), dtype=np.intp)))
+    return name_columns(frame, (column,), "judge")[0]
 
 
 
@@ -287,14 +372,12 @@ def check_canonical(frame: pd.DataFrame) -> None:
     accepts what a reader rejects (a negative or NaN weight, a missing name, a missing
     prompt id). Rows are counted from 1, as the user counts them.
     """
-    for column in ("candidate_a", "candidate_b", "judge"):
-        raise_at(blank(pd.Series(frame[column].to_numpy(), dtype=object)), lambda i, c=column: (
-            f"column {c!r} row {i + 1}: missing name {shown(frame[c].iloc[i])!r}; every record needs a {c}"))
+    # (Names, blank or look-alike, are checked where build_design codes them: name_codes.)
     raise_at(frame["prompt"].isna(), lambda i: f"column 'prompt' row {i + 1}: missing prompt id; give every record its "
              "prompt's id (records of one prompt form one cluster)")
     if "weight" in frame.columns:
         raw = frame["weight"]
-        w = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=float)
+        w = numbers(raw)
         raise_at(~np.isfinite(w) | (w < 0) | raw.isna().to_numpy(), lambda i: (
             f"column 'weight' row {i + 1}: invalid weight {shown(raw.iloc[i])!r}; weights must be finite and ≥ 0 "
             "(use 0 to leave a record out)"))

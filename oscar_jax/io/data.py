@@ -38,7 +38,7 @@ import pandas as pd
 
 from .columns import CANONICAL_COLUMNS, SOURCE_ROW, LoadReport, raise_at
 from .filters import filter_pairs, selection_mask
-from .readers import read_table
+from .readers import read_table, refuse_duplicate_columns
 from .responses import attach_responses
 from .schemas import SCHEMAS, detect_schema
 from ..runtime.validate import OscarInputError
@@ -149,6 +149,7 @@ def load_judgments(source, schema: str | None = None, *, bothbad: str = "tie", b
     # Positions, not index labels, identify records from here on: a sorted, filtered or
     # concatenated DataFrame must give the same result as its reset copy.
     raw = raw.reset_index(drop=True)
+    refuse_duplicate_columns(list(raw.columns), name)
     raw.columns = [str(c).strip() for c in raw.columns]
     if len(raw) == 0:
         raise OscarInputError(f"{name}: no records (empty data)")
@@ -191,8 +192,8 @@ def load_judgments(source, schema: str | None = None, *, bothbad: str = "tie", b
         frame = attach_responses(frame, report, responses, turn=turn, missing_responses=missing_responses, rows=rows)
     if len(frame) == 0:
         raise OscarInputError(f"{name}: no records left after the format's drops ({report.summary()})")
-    kinds = frame["tie_kind"].to_numpy()
-    report.ties = {"ties": int(np.sum(kinds == "tie")), "'tie (bothbad)' ties": int(np.sum(kinds == "bothbad"))}
+    kinds = frame["tie_kind"]
+    report.ties = {"ties": int((kinds == "tie").sum()), "'tie (bothbad)' ties": int((kinds == "bothbad").sum())}
     report.n_kept = len(frame)
     return Judgments(frame.reset_index(drop=True), report)
 

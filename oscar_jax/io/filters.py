@@ -60,7 +60,7 @@ def selection_mask(frame: pd.DataFrame, report: LoadReport | None, pairs, exclud
             report.dropped[f"not {column} = {value}"] = int((keep & ~match).sum())
         keep &= match
     if exclude_ties:
-        tie = np.isin(frame["tie_kind"].to_numpy(), ["tie", "bothbad"]) | (frame["outcome"].to_numpy() == 0.5)
+        tie = frame["tie_kind"].isin(["tie", "bothbad"]).to_numpy(dtype=bool) | (frame["outcome"].to_numpy() == 0.5)
         if report is not None:
             report.dropped["ties (--exclude-tie)"] = int((keep & tie).sum())
         keep &= ~tie
@@ -90,7 +90,7 @@ def select_records(frame: pd.DataFrame, report: LoadReport | None = None, *, exc
     """
     out = frame.loc[selection_mask(frame, report, filter_pairs(filters), exclude_ties)].reset_index(drop=True)
     if report is not None:
-        kinds = out["tie_kind"].to_numpy()
-        report.ties = {"ties": int(np.sum(kinds == "tie")), "'tie (bothbad)' ties": int(np.sum(kinds == "bothbad"))}
+        kinds = out["tie_kind"]
+        report.ties = {"ties": int((kinds == "tie").sum()), "'tie (bothbad)' ties": int((kinds == "bothbad").sum())}
         report.n_kept = len(out)
     return out

@@ -17,7 +17,7 @@ Accepted sources (one path, a list of paths, or a DataFrame):
   a candidate column (``candidate``, ``model`` or ``model_id``) and ``text`` or ``length``.
 
 Lengths are Unicode characters (code points: ``len(str)``), not bytes or tokens. Prompt
-ids go through the same key as the judgment readers (:func:`oscar_jax.io.columns.prompt_key`), so
+ids go through the same key as the judgment readers (:func:`oscar_jax.io.names.prompt_key`), so
 ``126``, ``"126"`` and list ids such as ``["file.jsonl", 444]`` join as they should.
 """
 
@@ -29,7 +29,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .columns import prompt_key, raise_at
+from .columns import raise_at
+from .names import prompt_key
 from .readers import read_table
 from ..runtime.validate import OscarInputError
 
@@ -115,7 +116,9 @@ def _table(frame: pd.DataFrame, name: str) -> pd.DataFrame:
         f"{(given if not from_text[i] else texts).iloc[i]!r}); give a non-negative character count or the response text"))
     raise_at(frame[prompt].isna().to_numpy() | frame[cand].isna().to_numpy(),
              lambda i: f"{origin[i]}: missing {prompt!r} or {cand!r}; every response needs both")
-    return pd.DataFrame({"prompt": frame[prompt].to_numpy(), "candidate": frame[cand].astype(str).str.strip().to_numpy(),
+    # Candidate names as the judgment readers spell them: stripped, NFC (oscar_jax.io.names).
+    names = frame[cand].astype(str).str.strip().str.normalize("NFC")
+    return pd.DataFrame({"prompt": frame[prompt].to_numpy(), "candidate": names.to_numpy(),
                          "length": lengths, "origin": origin})
 
 

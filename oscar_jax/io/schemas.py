@@ -37,13 +37,14 @@ arena-hard-auto v0.1 rows: give it with ``baseline=`` (``load_judgments``, CLI
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-from .columns import (LoadReport, canonical_frame, name_column, outcome_from_labels, prompt_ids, raise_at,
+from .columns import (LoadReport, canonical_frame, label_is, name_column, outcome_from_labels, prompt_ids, raise_at,
                       require_columns, row_label, shown)
 from ..runtime.validate import OscarInputError
 
@@ -91,8 +92,7 @@ def _convert_oscar(frame: pd.DataFrame, report: LoadReport, options: dict) -> pd
 def _convert_xu(frame: pd.DataFrame, report: LoadReport, options: dict) -> pd.DataFrame:
     cols = ("question_id", "model_a", "model_b", "judge_model", "judge_preferred_model")
     require_columns(frame, cols, "xu")
-    verdict = frame["judge_preferred_model"].astype(str).str.strip().str.lower()
-    unknown = verdict == "unknown"
+    unknown = label_is(frame["judge_preferred_model"], "unknown")
     report.dropped["'unknown' verdicts (format rule)"] = int(unknown.sum())
     frame = frame.loc[~unknown].reset_index(drop=True)
     mapping = {"a": (1.0, ""), "b": (0.0, ""), "c": (0.5, "tie")}
@@ -107,7 +107,7 @@ ARENA_WINNERS = {"model_a": (1.0, ""), "model_b": (0.0, ""), "tie": (0.5, "tie")
 
 def _convert_arena(frame: pd.DataFrame, report: LoadReport, options: dict) -> pd.DataFrame:
     require_columns(frame, ("model_a", "model_b", "winner"), "arena")
-    is_bothbad = (frame["winner"].astype(str).str.strip().str.lower() == "tie (bothbad)").to_numpy()
+    is_bothbad = label_is(frame["winner"], "tie (bothbad)")
     policy = options.get("bothbad", "tie")  # 'tie' scores 'tie (bothbad)' as ½; 'drop' removes it, counted
     if policy not in ("tie", "drop"):
         raise OscarInputError(f"bothbad must be 'tie' or 'drop', got {policy!r}")
@@ -325,6 +325,38 @@ SCHEMAS: dict[str, Schema] = {schema.name: schema for schema in (
 )}
 
 
+def _spelling(name) -> str:
+    return re.sub(r"[\s\-.]+", "_", str(name).strip().lower())
+
+
+def _near_miss(columns: list) -> str:
+    """The closest schema, the columns that differ from it and the fix, in words."""
+    if len(columns) == 1:
+        only = str(columns[0])
+        for sep, what in ((";", "semicolon"), ("\t", "tab"), ("|", "pipe")):
+            if sep in only:
+                return (f"the one column {only!r} holds {what}-separated names, so the file is {what}-delimited; "
+                        "save it comma-separated (e.g. pandas: pd.read_csv(path, sep=" + repr(sep) + ").to_csv(new, "
+                        "index=False)), or as .tsv if it is tab-separated")
+    spelled = {_spelling(c): str(c) for c in columns}
+    best, best_key = None, (-1, 0)
+    for schema in SCHEMAS.values():
+        found = sum(r in columns or r in spelled for r in schema.required)
+        key = (found, -len(schema.required))
+        if key > best_key:
+            best, best_key = schema, key
+    if best is None or best_key[0] == 0:
+        return "no schema's columns are present"
+    renames = [f"{spelled[r]!r} → {r!r}" for r in best.required if r not in columns and r in spelled]
+    absent = [r for r in best.required if r not in columns and r not in spelled]
+    parts = [f"the closest schema is {best.name!r} ({best.description})"]
+    if renames:
+        parts.append("rename " + ", ".join(renames) + " (column names are matched exactly, in lower case)")
+    if absent:
+        parts.append(f"it also needs {', '.join(map(repr, absent))}, which the data lack")
+    return "; ".join(parts)
+
+
 def register_schema(schema: Schema) -> Schema:
     """Add an input convention of your own to :data:`SCHEMAS` (detection and ``schema=``)."""
     SCHEMAS[schema.name] = schema
@@ -347,8 +379,8 @@ def detect_schema(frame: pd.DataFrame) -> str:
     if not hits:
         wanted = "; ".join(f"{s.name}: {', '.join(s.required)}" for s in SCHEMAS.values())
         raise OscarInputError(
-            f"cannot recognise the input columns {sorted(map(str, cols))}; "
-            f"expected the columns of one schema ({wanted})"
+            f"cannot recognise the input columns {sorted(map(str, cols))}; {_near_miss(list(frame.columns))} "
+            f"(the schemas and their required columns: {wanted})"
         )
     raise OscarInputError(
         f"the input columns match several schemas {hits}; choose one with schema=... (CLI: --schema)"

@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from ..fit import companion_fits
+from ..io.names import visible
 from ..results.boards import ELO_BASE, ELO_SLOPE
 from ..results.fit import FitResult
 from ..results.schema import CI_LABELS
@@ -81,7 +82,8 @@ def public_command(argv) -> str:
 
 
 def _e(text) -> str:
-    return html.escape(str(text), quote=True)
+    # Invisible and direction-changing characters shown as escapes, then HTML-escaped.
+    return html.escape(visible(text), quote=True)
 
 
 def _num(value, spec: str) -> str:

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..io.names import visible
 from ..results.jsonable import to_json
 
 __all__ = ["TABLE_WIDTH", "csv_safe", "csv_text", "current_width", "fill", "fmt_ci", "render_table", "shorten",
@@ -126,9 +127,9 @@ def render_table(frame: pd.DataFrame, columns: Sequence[tuple[str, str, str]], w
         values = []
         for v in frame[col].tolist():
             if isinstance(v, str) or spec == "":
-                # Control characters in names (a newline) would break the row: show them escaped.
-                values.append("–" if v is None or (isinstance(v, float) and math.isnan(v))
-                              else str(v).replace("\r", "\\r").replace("\n", "\\n").replace("\t", "\\t"))
+                # Invisible and direction-changing characters in names (a newline, a right-to-left
+                # override) would break the row or disguise the name: show them escaped.
+                values.append("–" if v is None or (isinstance(v, float) and math.isnan(v)) else visible(v))
             elif v is None or (isinstance(v, float) and not math.isfinite(v)):
                 values.append("–")
             else:

@@ -236,7 +236,7 @@ def atomic_write_text(path, text: str) -> Path:
     return atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
 
 
-DATA_SUFFIXES = (".csv", ".csv.gz", ".tsv", ".tsv.gz", ".parquet", ".pq", ".jsonl", ".ndjson", ".jsonl.gz", ".json")
+DATA_SUFFIXES = (".csv", ".csv.gz", ".tsv", ".tsv.gz", ".parquet", ".pq", ".jsonl", ".ndjson", ".jsonl.gz", ".json", ".json.gz")
 
 
 def data_file_suffix(source) -> str:
@@ -251,5 +251,5 @@ def data_file_suffix(source) -> str:
     suffix = "".join(path.suffixes[-2:]).lower() if path.suffix.lower() == ".gz" else path.suffix.lower()
     if suffix not in DATA_SUFFIXES:
         raise OscarInputError(f"cannot tell the format of {str(path)!r} from its suffix {suffix!r}; "
-                              "use .csv, .tsv, .json, .jsonl or .parquet")
+                              "use .csv, .tsv, .json, .jsonl or .parquet (each but .parquet optionally gzipped: .csv.gz …)")
     return suffix
