@@ -344,7 +344,7 @@ def test_the_table_summary(close_pair, tmp_path, capsys):
     (["--judges", "j1"], "is not NAME=COST"),
     (["--judges", "j1=cheap"], "not a number"),
     (["--out", "next.txt"], ".csv or .jsonl"),
-    (["--seed", "-1"], "--seed must be an integer"),
+    (["--seed", "-1"], "is not a seed"),
     (["--explore", "1"], "explore must be a share in [0, 1)"),
     (["--model", "davidson+plf"], "fractional-tie"),
     (["--model", "j+q"], "unknown term letter"),

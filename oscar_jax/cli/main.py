@@ -150,13 +150,13 @@ def main(argv=None) -> int:
     compile_notices(True)  # a cold command says at once that it is compiling, not silent for half a minute
     from ..runtime.validate import check_output_dir, data_file_suffix
 
-    try:  # the data path, output folders and settings are checked before anything loads or is computed
-        if getattr(args, "data", None):
-            data_file_suffix(args.data)
+    try:  # settings, output folders and the data path are checked before anything loads or is computed
         workers_setting()
         for attr, option in (("out", "--out"), ("plots", "--plots")):
             if getattr(args, attr, None):
                 check_output_dir(getattr(args, attr), option)
+        if getattr(args, "data", None):
+            data_file_suffix(args.data)
     except OscarInputError as exc:
         print(f"oscar {args.command}: error: {exc}", file=sys.stderr)
         return 2
