@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..runtime.validate import OscarInputError
-from .common import seed_arg, emit, emit_json
+from .common import add_ci_prob, emit, emit_json, seed_arg
 
 DESCRIPTIONS = {
     "audit": (
@@ -62,7 +62,7 @@ def add_arguments(parser, command: str):
                           "SVI with optax Adam; minutes faster on large audits, intervals may be too narrow")
     svi.add_argument("--svi-steps", type=int, default=None, help="SVI optimizer steps (default 2000)")
     svi.add_argument("--learning-rate", type=float, default=None, help="peak Adam learning rate (default 0.08)")
-    parser.add_argument("--ci-prob", type=float, default=0.95, help="interval level (default 0.95)")
+    add_ci_prob(parser)
     parser.add_argument("--seed", type=seed_arg, default=0, help="seed of the bootstrap and the sampler (default 0)")
     parser.add_argument("--format", choices=["table", "json"], default="table", help="output format")
     parser.add_argument("--out", default=None, metavar="DIR",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..runtime.validate import CI_KINDS
 from .bootstrap import add_scale_arguments
-from .common import seed_arg, add_data_arguments, emit, emit_json, problem_from_args
+from .common import add_ci_prob, add_data_arguments, add_ridge, emit, emit_json, problem_from_args, seed_arg
 
 DESCRIPTIONS = {
     "bayes": (
@@ -35,10 +35,9 @@ def add_arguments(parser, command: str):
                         help="no prompt effect: much faster (it works on cell totals, not on every prompt), but "
                              "the intervals assume independent records and are too narrow under prompt dependence "
                              "(on MT-Bench about half the prompt-cluster sandwich's width)")
-    parser.add_argument("--ridge", type=float, default=None,
-                        help="λ of the default Normal(0, 1/λ) priors (default 0.05, the point fit's ridge)")
+    add_ridge(parser, "λ of the default Normal(0, 1/λ) priors, the point fit's ridge")
     parser.add_argument("--target-accept", type=float, default=0.9, help="NUTS target acceptance (default 0.9)")
-    parser.add_argument("--ci-prob", type=float, default=0.95, help="interval level (default 0.95)")
+    add_ci_prob(parser)
     parser.add_argument("--ci-kind", choices=CI_KINDS, default=CI_KINDS[0],
                         help="posterior intervals: eti (equal-tailed, default; as --ci bayes of oscar fit and the "
                              "bootstrap's percentiles) or hdi (highest density)")

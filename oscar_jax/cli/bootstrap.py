@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..runtime.validate import SCORE_SCALES
 from ..runtime.multiprocess import add_process_arguments
-from .common import seed_arg, add_data_arguments, add_output_arguments, emit, emit_json, problem_from_args
+from .common import add_ci_prob, add_data_arguments, add_output_arguments, add_ridge, emit, emit_json, problem_from_args, seed_arg
 
 DESCRIPTIONS = {
     "bootstrap": (
@@ -21,8 +21,8 @@ def add_arguments(parser, command: str):
     add_data_arguments(parser, model=True)
     parser.add_argument("--replicates", type=int, default=500, help="bootstrap replicates (default 500)")
     parser.add_argument("--seed", type=seed_arg, default=0, help="seed of the resampling and the random start (default 0)")
-    parser.add_argument("--ci-prob", type=float, default=0.95, help="interval level (default 0.95)")
-    parser.add_argument("--ridge", type=float, default=None, help="ridge λ (default 0.05)")
+    add_ci_prob(parser)
+    add_ridge(parser)
     parser.add_argument("--chunk-size", type=int, default=None,
                         help="replicates per compiled call (bounds memory; default automatic)")
     add_scale_arguments(parser)

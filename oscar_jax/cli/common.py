@@ -27,6 +27,16 @@ MODELS_HELP = ("oscar (a sensitivity per judge + position, length and own-family
                "j+p+l; which to choose: docs/choosing-a-model.md")
 
 
+def add_ci_prob(parser) -> None:
+    """--ci-prob, the interval level, as every command spells it."""
+    parser.add_argument("--ci-prob", type=float, default=0.95, help="interval level (default 0.95)")
+
+
+def add_ridge(parser, what: str = "ridge λ") -> None:
+    """--ridge, the penalty λ (None: the model's default 0.05)."""
+    parser.add_argument("--ridge", type=float, default=None, help=f"{what} (default 0.05)")
+
+
 def add_data_arguments(parser, *, model: bool = False):
     """DATA and the options that read and select it (``prepare``'s keywords); ``model``: also --model."""
     parser.add_argument("data", metavar="DATA", help="judgments: .json (Xu et al.), .jsonl, .csv, .tsv or .parquet")

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from ..runtime.validate import CI_SOURCES, SCORE_SCALES, OscarInputError, check_ci_prob, check_positive_int, resolve_name
-from .common import add_data_arguments, add_output_arguments, seed_arg, emit, emit_json, problem_from_args
+from .common import add_ci_prob, add_data_arguments, add_output_arguments, add_ridge, emit, emit_json, problem_from_args, seed_arg
 
 DESCRIPTIONS = {
     "fit": "Fit a model by penalized maximum likelihood and report candidates, judges and win "
@@ -29,8 +29,8 @@ DESCRIPTIONS = {
 
 def add_arguments(parser, command: str):
     add_data_arguments(parser, model=True)
-    parser.add_argument("--ci-prob", type=float, default=0.95, help="interval level (default 0.95)")
-    parser.add_argument("--ridge", type=float, default=None, help="ridge λ (default 0.05)")
+    add_ci_prob(parser)
+    add_ridge(parser)
     if command == "report":
         parser.add_argument("--ci", choices=["sandwich", "model"], default="sandwich",
                             help="interval source: prompt-cluster sandwich (default) or model-based")

@@ -7,7 +7,7 @@ with human votes: Spearman and held-out human-vote log loss (Appendix F).
 
 from __future__ import annotations
 
-from .common import seed_arg, MODELS_HELP, add_data_arguments, add_output_arguments, design_from_args, emit, emit_json
+from .common import MODELS_HELP, add_ci_prob, add_data_arguments, add_output_arguments, design_from_args, emit, emit_json, seed_arg
 
 DESCRIPTIONS = {
     "compare": (
@@ -40,7 +40,7 @@ def add_arguments(parser, command: str):
         parser.add_argument("--replicates", type=int, default=200, help="prompt-bootstrap replicates (default 200; 0 = none)")
         parser.add_argument("--groups", type=int, default=5, help="prompt groups of the held-out calibration (default 5)")
         parser.add_argument("--seed", type=seed_arg, default=0, help="seed of the prompt groups and the bootstrap (default 0)")
-        parser.add_argument("--ci-prob", type=float, default=0.95, help="interval level (default 0.95)")
+        add_ci_prob(parser)
         add_output_arguments(parser, formats=("table", "json"))
         return
     parser.add_argument("--models", default=None,
@@ -54,7 +54,7 @@ def add_arguments(parser, command: str):
                         help="contrasts for the bootstrap, e.g. j:j+p,bt+plf:oscar (difference LL(A) − LL(B), "
                              "positive favours B; default: Table E2's J:J+P, J+P:OSCAR, BT+PLF:OSCAR where present)")
     parser.add_argument("--bootstrap-seed", type=seed_arg, default=None, help="seed of the resampling (default --seed)")
-    parser.add_argument("--ci-prob", type=float, default=0.95, help="interval level (default 0.95)")
+    add_ci_prob(parser)
     parser.add_argument("--chunk-size", type=int, default=None, help="refits per compiled call (default automatic)")
     add_output_arguments(parser)
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from ..model.plan_request import (EXPLORE, OUTPUT_SUFFIXES, TARGET_HELP, check_budget, check_explore, check_model,
                                   parse_costs, parse_target)
 from ..runtime.validate import OscarInputError, check_ci_prob, check_positive_int
-from .common import MODELS_HELP, add_data_arguments, emit, emit_json, problem_from_args, seed_arg
+from .common import MODELS_HELP, add_ci_prob, add_data_arguments, add_ridge, emit, emit_json, problem_from_args, seed_arg
 
 DESCRIPTIONS = {
     "plan": (
@@ -44,8 +44,8 @@ def add_arguments(parser, command: str):
     parser.add_argument("--explore", type=float, default=EXPLORE, metavar="SHARE",
                         help=f"share of the budget spent at random over pairs, orders and judges, so that no "
                              f"judge is starved (default {EXPLORE}; 0: purely greedy)")
-    parser.add_argument("--ci-prob", type=float, default=0.95, help="interval level (default 0.95)")
-    parser.add_argument("--ridge", type=float, default=None, help="ridge λ of the fit (default 0.05)")
+    add_ci_prob(parser)
+    add_ridge(parser, "ridge λ of the fit")
     parser.add_argument("--out", dest="plan_out", default=None, metavar="FILE",
                         help="write the batch here (.csv or .jsonl), readable by oscar fit once outcomes are filled")
     parser.add_argument("--format", choices=["table", "json"], default="table", help="summary format on stdout")
