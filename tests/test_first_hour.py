@@ -322,7 +322,10 @@ def test_demo_speaks_before_the_numeric_stack_loads(tmp_path):
              "sys.stderr = Err()\n"
              "from oscar_jax.cli.main import main\n"
              "main(['demo'])\n")
-    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    import os
+
+    env = {k: v for k, v in os.environ.items() if k != "OSCAR_PROGRESS"}  # a user's default, not another test's
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, env=env)
     assert proc.stdout.startswith("NOJAX oscar: demo: simulating 10,000 judgments"), proc.stdout + proc.stderr[-2000:]
 
 
