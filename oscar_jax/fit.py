@@ -1,9 +1,10 @@
 """Penalized point fit of any OSCAR-family model (Sections 3.4, 5; Appendix B).
 
 ``fit()`` validates in Python, then makes one call to the jitted core, which runs the
-damped Newton solver from two starts (zero and N(0, 0.08²), as in B.3) one after the
-other and keeps the smaller objective; the cluster-robust and model-based covariances
-are computed on first use. Failed B.3 checks are recorded in the result and raised as
+damped Newton solver from two starts (zero and N(0, 0.08²), as in B.3; on a large
+grouped design the second only when the first does not settle) one after the other and
+keeps the smaller objective; the cluster-robust and model-based covariances are computed
+on first use. Failed B.3 checks are recorded in the result and raised as
 warnings.
 """
 
@@ -16,7 +17,8 @@ import jax
 import numpy as np
 
 from .infer.fit_core import fit_core_seeded_jit
-from .model.problem import prepare
+from .infer.plain_bt import bt_fit_core
+from .model.problem import Problem, prepare
 from .model.spec import ModelSpec, parse_model
 from .results.boards import score_board
 from .results.fit import FitResult, prepare_report_programs
@@ -44,7 +46,7 @@ def _unit_weights(n_clusters: int):
     return jax.device_put(np.ones(n_clusters))  # jnp.ones/jnp.asarray would compile a program
 
 
-def fit(data, model: str | ModelSpec | None = None, *, starts: int = 2, seed: int = 0, ci_prob: float = 0.95,
+def fit(data, model: str | ModelSpec | None = None, *, starts: int | None = None, seed: int = 0, ci_prob: float = 0.95,
         max_iter: int = 100, warn: bool = True, **setup) -> FitResult:
     """Fit an OSCAR-family model by penalized maximum likelihood.
 
@@ -60,8 +62,15 @@ def fit(data, model: str | ModelSpec | None = None, *, starts: int = 2, seed: in
         ``"oscar"`` (default; a Problem's own model), any combination such as
         ``"j+p+l"``, or a ModelSpec.
     starts
-        Number of starts (zero plus ``starts − 1`` draws from N(0, 0.08²)); the smallest
-        objective is kept.
+        An int k: k starts, all run (zero plus k − 1 draws from N(0, 0.08²)); the smallest
+        objective is kept. None (default): two starts, except on a grouped design (many
+        records per (candidate A, candidate B, judge), e.g. continuous lengths at Arena
+        scale, :func:`~oscar_jax.model.design.with_groups`), where the draw runs only when
+        the zero start does not settle — does not converge, ends with a log-sensitivity at
+        its bound, or where the penalized Hessian is not positive definite (the B.3 checks a
+        start can fail). There a start costs seconds, and the solver's continuation
+        (γ frozen, then s frozen, then all) reached the same minimum from both starts in
+        every fit measured (``benchmarks/results/RESULTS.md``).
     seed
         Seed of the random starts (explicit; results are deterministic given it).
     ci_prob
@@ -111,21 +120,41 @@ def fit(data, model: str | ModelSpec | None = None, *, starts: int = 2, seed: in
     ['rank', 'candidate', 'score']
     """
     ci_prob = check_ci_prob(ci_prob)
-    starts = check_positive_int("starts", starts)
+    starts = None if starts is None else check_positive_int("starts", starts)
     seed = check_seed("seed", seed)
     max_iter = check_positive_int("max_iter", max_iter)
     problem = prepare(data, model, **setup)
     design, eff, layout = problem.design, problem.effective_spec, problem.layout
+    host_bt = starts is None and _plain_bt(eff)
+    adaptive = starts is None and design.arrays.group_cell is not None
+    starts = 2 if starts is None else starts
+    if host_bt:
+        # Plain BT: a strictly convex (C−1)-dimensional problem on the pair table, which host
+        # numpy solves faster than a compiled program is dispatched (infer/plain_bt.py).
+        core = bt_fit_core(design.arrays, layout, eff.ridge, design.n_clusters, max_iter=max_iter)
+        return _result(problem, core, ci_prob, warn)
     omega = _unit_weights(design.n_clusters)
     args = (design.arrays, omega, np.int64(seed))
-    kw = dict(n_starts=starts, layout=layout, n_clusters=design.n_clusters, ridge=eff.ridge, v_bound=eff.v_bound,
-              max_iter=max_iter, stats=design.arrays.stats)
+    kw = dict(n_starts=starts, adaptive=adaptive, layout=layout, n_clusters=design.n_clusters, ridge=eff.ridge,
+              v_bound=eff.v_bound, max_iter=max_iter, stats=design.arrays.stats)
     # Inside compile_ahead (the CLI): trace the fit first, then hand what will report on it
     # to the worker thread, whose tracing then runs while this thread compiles the fit.
     fit_core_seeded_jit.preload(*args, **kw)
     prepare_report_programs(design, layout, eff.ridge)
     core = fit_core_seeded_jit(*args, **kw)
     core = type(core)(*jax.device_get(tuple(core)))
+    return _result(problem, core, ci_prob, warn)
+
+
+def _plain_bt(spec: ModelSpec) -> bool:
+    """Plain BT: γ ≡ 1, no bias terms, fractional ties (fitted on the host at the default starts)."""
+    st = spec.structure()
+    return not st.terms and not st.learn_gamma and not st.davidson
+
+
+def _result(problem: Problem, core, ci_prob, warn) -> FitResult:
+    """The result of :func:`fit`; its warnings point at fit's caller."""
+    design, eff, layout = problem.design, problem.effective_spec, problem.layout
     notes = problem.notes
     if not bool(core.curvature_ok):
         notes += ("covariances not computed: the penalized Hessian failed the B.3 curvature check",)
@@ -136,8 +165,8 @@ def fit(data, model: str | ModelSpec | None = None, *, starts: int = 2, seed: in
                        notes=notes, ci_prob=ci_prob)
     if warn:
         for message in result.failed_checks():
-            warnings.warn(f"{eff.name} fit: {message}", OscarFitWarning, stacklevel=2)
-        _warn_notes(result.notes, 3)
+            warnings.warn(f"{eff.name} fit: {message}", OscarFitWarning, stacklevel=3)
+        _warn_notes(result.notes, 4)
     return result
 
 

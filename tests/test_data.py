@@ -158,7 +158,7 @@ def test_shared_mtbench_counts():
 def test_components_match_a_breadth_first_search():
     # The comparison graph's components (model/design.py, host numpy, no scipy.sparse): each
     # label set is what a breadth-first search reaches, numbered by its smallest member.
-    from oscar_jax.model.design import _components
+    from oscar_jax.model.record_checks import components as _components
 
     rng = np.random.default_rng(3)
     for n, m in ((1, 0), (6, 2), (40, 25), (40, 60), (300, 200)):

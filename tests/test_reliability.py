@@ -218,7 +218,7 @@ def test_degenerate_outcomes_are_not_estimable_not_zero_width(outcome):
 
 
 def test_certificate_and_lp_agree_on_random_designs():
-    from oscar_jax.infer.identification import _certificate, _free_phi, _linear_rows, _lp_direction
+    from oscar_jax.infer.separation import _certificate, _free_phi, _linear_rows, _lp_direction
 
     for seed in range(4):  # one shape (n_prompts fixed): one compilation
         design = oj.simulate_design(seed=seed, n_prompts=30)

@@ -23,8 +23,8 @@ import jax.numpy as jnp
 from .measures import agreement, item_means, label_indicators, masked_mean, run_rates
 from .stats import clustered_mcnemar, item_bootstrap, sign_test, ttest_ind
 
-__all__ = ["METRICS", "METRIC_LABEL", "PERCENT_METRICS", "consistency_tests", "consistency_tests_jit", "frequentist_tests", "frequentist_tests_jit",
-           "metric_arrays"]
+__all__ = ["METRICS", "METRIC_LABEL", "PERCENT_METRICS", "consistency_tests", "consistency_tests_jit", "frequentist_tests",
+           "frequentist_tests_jit", "metric_arrays"]
 
 METRICS = {"label": ("bad_dr", "fair_dr"), "prob": ("mean_prel",)}
 # How tables and plots name each metric; shares are shown in percent (effects in points).

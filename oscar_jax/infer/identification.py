@@ -57,7 +57,6 @@ __all__ = ["CONTRACTION_MIN", "INTERVAL_FLAGS", "Identification", "MIN_VOTES", "
 CONTRACTION_MIN = 0.9   # below: the ridge supplies more than a tenth of the precision
 MIN_VOTES = 10          # records a candidate needs before its score is worth reading alone
 RECORDS_PER_COEF = 10   # records a judge needs per coefficient it owns (γ and each bias)
-_LP_TOL = 1e-7
 # Flags under which a quantity's interval is not shown as a number.
 INTERVAL_FLAGS = ("separated", "penalty-dominated", "zero variance")
 
@@ -160,115 +159,6 @@ def constant_outcome_judges(design) -> np.ndarray:
     return out
 
 
-def _linear_rows(design, layout, theta, mask):
-    """Cell statistics and the linearised covariate rows x_c = ∂η_c/∂φ as a sparse matrix."""
-    from scipy.sparse import csr_matrix
-
-    arr = design.arrays
-    a, b, k = (np.asarray(x, dtype=np.int64) for x in (arr.a, arr.b, arr.k))
-    z = np.asarray(arr.z, dtype=float)
-    stats = np.asarray(arr.stats, dtype=float)
-    phi = layout.jacobian @ theta
-    pb = layout.phi_blocks
-    s = phi[pb["s"]]
-    gamma = np.exp(phi[pb["v"]]) if layout.structure.learn_gamma else np.ones(layout.n_judge)
-    g = gamma[k]
-    rows, cols, vals = [], [], []
-    n = len(a)
-    idx = np.arange(n)
-    eta = g * (s[a] - s[b])
-
-    def add(col, val):
-        rows.append(idx)
-        cols.append(np.asarray(col, dtype=np.int64))
-        vals.append(np.asarray(val, dtype=float))
-
-    add(a, g)
-    add(b, -g)
-    if layout.structure.learn_gamma:
-        add(pb["v"].start + k, g * (s[a] - s[b]))
-    for t in layout.bias_terms:
-        if t == "tau":
-            continue
-        if t == "cov":
-            for j in range(layout.n_cov):
-                col = pb["cov"].start + k * layout.n_cov + j
-                add(col, z[:, 2 + j])
-                eta = eta + phi[col] * z[:, 2 + j]
-            continue
-        cov = np.ones(n) if t == "pos" else z[:, 0] if t == "len" else z[:, 1]
-        add(pb[t].start + k, cov)
-        eta = eta + phi[pb[t].start + k] * cov
-    x_phi = csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
-                       shape=(n, layout.n_phi))
-    return stats, eta, x_phi
-
-
-def _free_phi(layout, mask):
-    """φ indices that move freely: every score, plus the φ slot of each free non-score θ."""
-    jac = layout.jacobian
-    free = list(range(layout.n_cand))
-    u_stop = layout.theta_blocks["u"].stop
-    for j in np.flatnonzero(mask > 0):
-        if j < u_stop:
-            continue
-        rows = np.flatnonzero(jac[:, j])
-        if layout.structure.davidson and layout.phi_blocks["tau"].start <= rows[0] < layout.phi_blocks["tau"].stop:
-            continue
-        free.extend(int(r) for r in rows)
-    return np.asarray(sorted(set(free)), dtype=np.int64)
-
-
-def _certificate(stats, eta, x_theta, theta_free, ridge) -> bool:
-    """True when Stiemke's certificate proves there is no separation (module docstring)."""
-    from ..model.links import sigmoid
-
-    w, wy = stats[:, 0], stats[:, 1]
-    live = w > 0
-    p = sigmoid(eta)
-    alpha = wy * (1.0 - p)
-    beta = (w - wy) * p
-    has_a, has_b = wy > 0, (w - wy) > 0
-    # Every observed win must keep a strictly positive multiplier.
-    if np.any(has_a & live & ~(alpha > 0)) or np.any(has_b & live & ~(beta > 0)):
-        return False
-    m = (alpha + beta)[live]
-    x = x_theta[live]
-    rhs = -(x.T @ (alpha - beta)[live])  # = −λθ̂ at a stationary point
-    gram = (x * m[:, None]).T @ x
-    try:
-        zeta = np.linalg.solve(gram, rhs)
-    except np.linalg.LinAlgError:
-        return False
-    if not np.all(np.isfinite(zeta)) or np.linalg.norm(gram @ zeta - rhs) > 1e-8 * max(np.linalg.norm(rhs), 1e-12):
-        return False
-    t = x @ zeta
-    # α' = α + tα, β' = β − tβ·(−1): each cell's pair shifts by the same t (|t| < 1 keeps both > 0).
-    return bool(np.max(np.abs(t), initial=0.0) < 0.99)
-
-
-def _lp_direction(stats, x_phi, free_phi, n_cand):
-    """Konis' LP in φ (scores sum to zero). Returns the recession direction over free_phi or None."""
-    from scipy.optimize import linprog  # imported only when the certificate fails
-    from scipy.sparse import csr_matrix, vstack
-
-    w, wy = stats[:, 0], stats[:, 1]
-    scale = np.maximum(w, 1e-300)
-    plus = (wy / scale > 1e-12) & (w > 0)
-    minus = ((w - wy) / scale > 1e-12) & (w > 0)
-    x = x_phi[:, free_phi].tocsr()
-    a_ub = vstack([-x[plus], x[minus]]).tocsr()
-    c = -(np.asarray(x[plus].sum(axis=0)).ravel() - np.asarray(x[minus].sum(axis=0)).ravel())
-    is_s = free_phi < n_cand
-    a_eq = csr_matrix(is_s.astype(float)[None, :])
-    res = linprog(c, A_ub=a_ub, b_ub=np.zeros(a_ub.shape[0]), A_eq=a_eq, b_eq=[0.0],
-                  bounds=(-1.0, 1.0), method="highs")
-    if res.status != 0 or -res.fun <= _LP_TOL * max(1.0, float(np.abs(c).sum())):
-        return None
-    delta = np.where(np.abs(res.x) > 1e-7, res.x, 0.0)
-    return delta
-
-
 def _contraction(info, mask, ridge, layout):
     """Contraction 1 − λ·cᵀ(I + λI)⁻¹c / cᵀc of every θ coordinate and every score."""
     p = layout.n_theta
@@ -296,22 +186,9 @@ def identify(result) -> Identification:
     n_c, n_k = design.n_cand, design.n_judge
     cand, judges = design.candidates, design.judges
 
-    stats, eta, x_phi = _linear_rows(design, layout, theta, mask)
-    free_theta = np.flatnonzero(mask > 0)
-    separated = False
-    method = "certificate"
-    delta_phi = np.zeros(layout.n_phi)
-    proved = False
-    if not layout.structure.davidson:
-        x_theta = np.asarray((x_phi @ layout.jacobian))[:, free_theta]
-        proved = _certificate(stats, eta, x_theta, theta[free_theta], ridge)
-    if not proved:
-        method = "lp"
-        free_phi = _free_phi(layout, mask)
-        delta = _lp_direction(stats, x_phi, free_phi, n_c)
-        if delta is not None:
-            separated = True
-            delta_phi[free_phi] = delta
+    from .separation import separation  # the numeric stack: only once a fit exists
+
+    separated, method, delta_phi = separation(design, layout, theta, mask, ridge)
 
     coord, score_c = _contraction(info, mask, ridge, layout)
     cand_flags = [[] for _ in range(n_c)]

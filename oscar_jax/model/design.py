@@ -10,7 +10,6 @@ fits keep the static shapes that ``vmap`` needs.
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -22,11 +21,14 @@ import pandas as pd
 from ..io.columns import LoadReport, check_canonical, name_codes, warn_case_variants
 from ..io.names import id_text, numbers
 from ..io.families import family_function
+from .cells import GROUP_MIN_CELLS, code_cells, sorted_codes, sum_by, with_groups
 from .params import Layout
+from .record_checks import check_live, components, warn_dominant_length
 from .spec import ModelSpec
-from ..runtime.validate import OscarDataWarning, OscarInputError, resolve_name
+from ..runtime.validate import OscarInputError, resolve_name
 
-__all__ = ["Design", "DesignArrays", "build_design", "cell_stats_from_cluster_weights"]
+__all__ = ["GROUP_MIN_CELLS", "Design", "DesignArrays", "build_design", "cell_stats_from_cluster_weights",
+           "with_groups"]
 
 
 class DesignArrays(NamedTuple):
@@ -37,6 +39,12 @@ class DesignArrays(NamedTuple):
     stats   : (C_, 3)       full-data (w, wy, wt) per cell
     pair_cell, pair_g : (P,) int32   cell and prompt cluster of each pair
     pair_stats : (P, 3)     (w, wy, wt) of the records of that cluster in that cell
+    cell_group : (C_,) int32 or None   the (a, b, k) group of each cell (:func:`with_groups`)
+    group_cell : (n_g,) int32 or None  a cell of each group (its a, b, k and F)
+
+    With groups (many cells per (a, b, k), e.g. a continuous length), the derivative passes
+    sum a few moments per group and apply the chain rule per group
+    (:func:`~oscar_jax.model.grouped.group_derivatives`); without them (None), per cell.
     """
 
     a: jax.Array
@@ -47,6 +55,8 @@ class DesignArrays(NamedTuple):
     pair_cell: jax.Array
     pair_g: jax.Array
     pair_stats: jax.Array
+    cell_group: jax.Array | None = None
+    group_cell: jax.Array | None = None
 
 
 # The data's note when lengths are present but never differ within a record; the model's
@@ -132,118 +142,6 @@ def cell_stats_from_cluster_weights(arrays: DesignArrays, omega, n_cells: int) -
     return jax.vmap(one)(omega) if omega.ndim == 2 else one(omega)
 
 
-def _components(a: np.ndarray, b: np.ndarray, n: int) -> tuple[int, np.ndarray]:
-    """(number, labels) of the connected components of the comparison graph, labels in order
-    of each component's smallest candidate (as scipy's ``connected_components`` numbers them).
-
-    Host numpy: the distinct edges by one hash pass, then roots hooked to the smaller root and
-    pointer jumping until every edge joins one root. Importing ``scipy.sparse.csgraph`` for
-    this cost every fit 0.13 CPU-s; this takes 1 ms at 10⁴ records and 0.05 s at 10⁷ (scipy
-    0.77 s there).
-    """
-    edges = pd.unique(np.asarray(a, np.int64) * n + np.asarray(b, np.int64))
-    ea, eb = edges // n, edges % n
-    root = np.arange(n)
-    while True:
-        ra, rb = root[ea], root[eb]
-        split = ra != rb
-        if not split.any():
-            break
-        np.minimum.at(root, np.maximum(ra, rb)[split], np.minimum(ra, rb)[split])
-        while not np.array_equal(up := root[root], root):
-            root = up
-    roots, labels = np.unique(root, return_inverse=True)
-    return len(roots), labels
-
-
-def _check_live(w, a, b, k, candidates, judges) -> None:
-    """Refuse a candidate or judge whose every record has weight 0: the data say nothing about
-    it, yet it would be ranked (at the ridge's 0) with its records counted as votes."""
-    live = w > 0
-    for kind, names, codes in (("candidate", candidates, (a, b)), ("judge", judges, (k,))):
-        seen = np.zeros(len(names), bool)
-        alive = np.zeros(len(names), bool)
-        for c in codes:
-            seen[c] = True
-            alive[c[live]] = True
-        dead = np.flatnonzero(seen & ~alive)
-        if dead.size:
-            i = dead[0]
-            row = int(np.flatnonzero(np.any([c == i for c in codes], axis=0))[0]) + 1
-            raise OscarInputError(f"{kind} {names[i]!r}: every one of its records has weight 0 (first: row {row}, "
-                                  "column 'weight'), so the data say nothing about it; give its records a positive "
-                                  "weight or remove them")
-
-
-def _warn_dominant_length(log_ratio: np.ndarray, la: np.ndarray, lb: np.ndarray) -> None:
-    """Warn when one outlying record carries most of Σ(ℓ − ℓ̄)², and so sets s_L for everyone.
-
-    s_L is the standard deviation of the log length ratios (method §3.2, divisor N), which
-    a single absurd length (a unit or parsing error) can inflate without bound, shrinking
-    every other record's L towards 0 and inflating β_len. A large share alone is common in
-    small data with honest lengths, so the record must also lie more than 10 standard
-    deviations of the other records from their mean.
-    """
-    n = len(log_ratio)
-    dev = (log_ratio - log_ratio.mean()) ** 2
-    total = float(dev.sum())
-    if n < 10 or total <= 0:
-        return
-    i = int(np.argmax(dev))
-    # The mean and standard deviation of the other records, without copying them.
-    rest_mean = (log_ratio.sum() - log_ratio[i]) / (n - 1)
-    rest_var = max(((log_ratio - rest_mean) ** 2).sum() - (log_ratio[i] - rest_mean) ** 2, 0.0) / (n - 1)
-    outlying = abs(log_ratio[i] - rest_mean) > 10 * np.sqrt(rest_var)
-    if dev[i] / total > 0.25 and outlying:
-        side, value = ("len_a", la[i]) if abs(np.log1p(la[i]) - np.median(np.log1p(la))) >= \
-            abs(np.log1p(lb[i]) - np.median(np.log1p(lb))) else ("len_b", lb[i])
-        warnings.warn(
-            f"column {side!r} row {i + 1}: length {value:g} carries {100 * dev[i] / total:.0f}% of the variance of "
-            "the log length ratios, so it alone sets the length scale s_L (and so β_len); check that value "
-            "(lengths are character counts) and fix or drop it", OscarDataWarning, stacklevel=3)
-
-
-def _sorted_codes(codes, names) -> tuple[tuple[np.ndarray, ...], tuple[str, ...]]:
-    """Integer codes (int32) into the sorted common names of several coded columns.
-
-    ``codes``/``names`` as :func:`~oscar_jax.io.columns.name_codes` returns them (one hash
-    pass per column); only the few distinct names are sorted and each column's codes
-    remapped. A Python dictionary lookup per record cost ~0.3 s per million records.
-    """
-    common = sorted({n for column in names for n in column})
-    index = {name: i for i, name in enumerate(common)}
-    coded = tuple(np.asarray([index[n] for n in column], dtype=np.int32)[c] for c, column in zip(codes, names))
-    return coded, tuple(common)
-
-
-def _cell_codes(a, b, k, z, n_cand: int, n_judge: int) -> tuple[np.ndarray, np.ndarray]:
-    """Cell of each record: codes of the unique (a, b, k, z) in order of first appearance,
-    and the distinct (a, b, k) keys ``(a·C + b)·K + k``.
-
-    ``z`` lists the covariate columns that are not functions of (a, b, k) (the family
-    contrast F is one, so it never enters the key). The (a, b, k) code and each column are
-    folded in one hash pass per column over a complex128 key (code + i·z, −0.0 made 0.0;
-    codes below 2^53 are exact): at 10^7 records with a continuous length that is 2 CPU-s
-    against 2.9 for factorizing z and the combined int64 key apart, and a pandas
-    MultiIndex over float columns cost ~1 s per million records.
-    """
-    code, keys = pd.factorize((a.astype(np.int64) * n_cand + b) * n_judge + k, sort=False)
-    for col in z:
-        col = np.asarray(col, dtype=np.float64)
-        if col.size and np.all(col == col[0]):
-            continue  # a constant column splits no cell
-        key = np.empty(len(code), dtype=np.complex128)
-        key.real = code
-        key.imag = col + 0.0
-        code, _ = pd.factorize(key, sort=False)
-    return np.asarray(code, dtype=np.int64), np.asarray(keys, dtype=np.int64)
-
-
-def _sum_by(codes: np.ndarray, values, n: int) -> np.ndarray:
-    """(n, m) sums of the m record columns ``values`` by code, in record order."""
-    return np.column_stack([np.bincount(codes, weights=v, minlength=n) for v in values])
-
-
 def build_design(frame: pd.DataFrame, *, reference_judge: str | None = None, family_map=None,
                  covariates=(), length_scale: float | None = None,
                  report: LoadReport | None = None, require_connected: bool = True) -> Design:
@@ -278,7 +176,7 @@ def build_design(frame: pd.DataFrame, *, reference_judge: str | None = None, fam
     notes: list[str] = []
     frame = frame.reset_index(drop=True)
     # The readers' names are normalised already; a frame built by hand gets the same rules here.
-    (a, b), candidates = _sorted_codes(*name_codes(frame, ("candidate_a", "candidate_b"), "candidate"))
+    (a, b), candidates = sorted_codes(*name_codes(frame, ("candidate_a", "candidate_b"), "candidate"))
     same = a == b
     if same.any():
         row = int(np.flatnonzero(same)[0])
@@ -286,7 +184,7 @@ def build_design(frame: pd.DataFrame, *, reference_judge: str | None = None, fam
                               "records")
     if len(candidates) < 2:
         raise OscarInputError(f"only one candidate ({candidates[0]!r}) in the data; a ranking needs at least two")
-    (k,), judges = _sorted_codes(*name_codes(frame, ("judge",), "judge"))
+    (k,), judges = sorted_codes(*name_codes(frame, ("judge",), "judge"))
     warn_case_variants("candidate", candidates)
     warn_case_variants("judge", judges)
     j_index = {j: i for i, j in enumerate(judges)}
@@ -325,7 +223,7 @@ def build_design(frame: pd.DataFrame, *, reference_judge: str | None = None, fam
         log_ratio = np.log1p(la) - np.log1p(lb)
         scale = float(np.std(log_ratio)) if length_scale is None else float(length_scale)
         if length_scale is None:
-            _warn_dominant_length(log_ratio, la, lb)
+            warn_dominant_length(log_ratio, la, lb)
         if not np.isfinite(scale) or scale <= 0:
             notes.append(_ZERO_LENGTHS)
             has_length = False
@@ -359,7 +257,7 @@ def build_design(frame: pd.DataFrame, *, reference_judge: str | None = None, fam
         X[:, j] = vals
 
     # Cells: unique (a, b, k, L, F, X); F is a function of (a, b, k), so only L and X enter the key.
-    cell_codes, triples = _cell_codes(a, b, k, [L, *X.T], len(candidates), len(judges))
+    cell_codes, record_group, triples = code_cells(a, b, k, [L, *X.T], len(candidates), len(judges))
     n_cells = int(cell_codes.max()) + 1
     first = np.full(n_cells, -1, dtype=np.int64)
     first[cell_codes[::-1]] = np.arange(n)[::-1]
@@ -367,14 +265,14 @@ def build_design(frame: pd.DataFrame, *, reference_judge: str | None = None, fam
     F = (cf[a_c] == jf[k_c]).astype(float) - (cf[b_c] == jf[k_c]).astype(float)
     family_nonzero = bool(np.any(F != 0))
     rec_stats = (w, w * y, w * is_tie)
-    cell_stats = _sum_by(cell_codes, rec_stats, n_cells)
+    cell_stats = sum_by(cell_codes, rec_stats, n_cells)
 
     pair_key = g.astype(np.int64) * n_cells + cell_codes
     pair_uniques, pair_codes = np.unique(pair_key, return_inverse=True)  # sorted: by cluster, then cell
     pair_uniques = np.asarray(pair_uniques, dtype=np.int64)
-    pair_stats = _sum_by(pair_codes, rec_stats, len(pair_uniques))
+    pair_stats = sum_by(pair_codes, rec_stats, len(pair_uniques))
 
-    _check_live(w, a, b, k, candidates, judges)
+    check_live(w, a, b, k, candidates, judges)
     # Numeric codes first (cheap); only where they repeat, every column of the frame decides.
     maybe = np.flatnonzero(pd.DataFrame({"g": g, "cell": cell_codes, "y": y, "w": w, "t": is_tie})
                            .duplicated(keep=False).to_numpy())
@@ -389,10 +287,10 @@ def build_design(frame: pd.DataFrame, *, reference_judge: str | None = None, fam
     if require_connected:
         if np.all(w > 0):  # one edge per distinct (a, b) judged
             ab = triples // len(judges)
-            n_comp, labels = _components(ab // len(candidates), ab % len(candidates), len(candidates))
+            n_comp, labels = components(ab // len(candidates), ab % len(candidates), len(candidates))
         else:  # a weight-0 record carries no comparison, so it links nothing
             live = w > 0
-            n_comp, labels = _components(a[live], b[live], len(candidates))
+            n_comp, labels = components(a[live], b[live], len(candidates))
         if n_comp > 1:
             groups = [sorted(candidates[i] for i in np.flatnonzero(labels == c)) for c in range(n_comp)]
             shown = "; ".join("{" + ", ".join(gr[:8]) + (", …" if len(gr) > 8 else "") + "}" for gr in groups)
@@ -414,6 +312,8 @@ def build_design(frame: pd.DataFrame, *, reference_judge: str | None = None, fam
         pair_g=put(np.asarray(pair_uniques // n_cells, np.int32)),
         pair_stats=put(np.asarray(pair_stats, np.float64)),
     )
+    # Cells are numbered by first appearance, so their groups keep the records' numbering.
+    arrays = with_groups(arrays, len(candidates), len(judges), codes=record_group[first])
     return Design(
         arrays=arrays,
         candidates=candidates,

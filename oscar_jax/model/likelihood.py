@@ -26,7 +26,11 @@ from .params import Layout
 
 __all__ = [
     "HessianCells",
+    "PsiTerms",
     "column_derivatives",
+    "hessian_cells",
+    "expected_stats",
+    "psi_terms",
     "local_eta",
     "local_expected_stats",
     "local_index",
@@ -97,6 +101,45 @@ def _tie_loss(eta, tau, stats, davidson: bool):
     return w * softplus(eta) - wy * eta
 
 
+class PsiTerms(NamedTuple):
+    """ψ and its derivatives per record (None where not asked or not in the tie model)."""
+
+    value: jax.Array
+    g_e: jax.Array         # ∂ψ/∂η
+    g_t: jax.Array | None  # ∂ψ/∂τ (Davidson)
+    h_ee: jax.Array | None
+    h_et: jax.Array | None
+    h_tt: jax.Array | None
+
+
+def psi_terms(eta, tau, stats, davidson: bool, with_hess: bool = True) -> PsiTerms:
+    """ψ(η, τ; stats) and its first (and second) derivatives by forward mode on :func:`_tie_loss`.
+
+    The only non-linear step of a record's loss: everything else is the chain rule through
+    the bilinear η. Works in the dtype of ``eta`` and ``stats``.
+    """
+    one, zero = jnp.ones_like(eta), jnp.zeros_like(eta)
+    g_t = h_et = h_tt = h_ee = None
+    if davidson:
+        psi = lambda e, t: _tie_loss(e, t, stats, True)  # noqa: E731
+        value = psi(eta, tau)
+        d_e = lambda e, t: jax.jvp(psi, (e, t), (one, zero))[1]  # noqa: E731
+        d_t = lambda e, t: jax.jvp(psi, (e, t), (zero, one))[1]  # noqa: E731
+        g_e, g_t = d_e(eta, tau), d_t(eta, tau)
+        if with_hess:
+            h_ee = jax.jvp(lambda e: d_e(e, tau), (eta,), (one,))[1]
+            h_et = jax.jvp(lambda t: d_e(eta, t), (tau,), (one,))[1]
+            h_tt = jax.jvp(lambda t: d_t(eta, t), (tau,), (one,))[1]
+    else:
+        psi = lambda e: _tie_loss(e, None, stats, False)  # noqa: E731
+        value = psi(eta)
+        d1 = lambda e: jax.jvp(psi, (e,), (one,))[1]  # noqa: E731
+        g_e = d1(eta)
+        if with_hess:
+            h_ee = jax.jvp(d1, (eta,), (one,))[1]
+    return PsiTerms(value, g_e, g_t, h_ee, h_et, h_tt)
+
+
 def local_loss(phi_loc, z, stats, layout: Layout):
     """Negative log (quasi-)likelihood of one weighted record or cell: ψ(η(φ), τ)."""
     eta = local_eta(phi_loc, z, layout)
@@ -161,30 +204,17 @@ def column_derivatives(P, Z, S, layout: Layout, with_hess: bool = True):
     # slot (XLA does not fold the zero tangents of one-hot directions away).
     grad_eta = jax.grad(lambda rho: jnp.sum(eta_fn(rho)))
     eta, r = jax.lax.optimization_barrier((eta_fn(R), grad_eta(R)))
-    one, zero = jnp.ones_like(eta), jnp.zeros_like(eta)
+    tau = R[-1] if davidson else None
+    t = psi_terms(eta, tau, S, davidson, with_hess)
+    value, g_e = t.value, t.g_e
+    grad_r = [g_e * r[i] for i in range(m)]
     if davidson:
-        tau = R[-1]
-        psi = lambda e, t: _tie_loss(e, t, S, True)  # noqa: E731
-        value = psi(eta, tau)
-        d_e = lambda e, t: jax.jvp(psi, (e, t), (one, zero))[1]  # noqa: E731
-        d_t = lambda e, t: jax.jvp(psi, (e, t), (zero, one))[1]  # noqa: E731
-        g_e, g_t = d_e(eta, tau), d_t(eta, tau)
-        grad_r = [g_e * r[i] for i in range(m - 1)] + [g_e * r[m - 1] + g_t]
-    else:
-        psi = lambda e: _tie_loss(e, None, S, False)  # noqa: E731
-        value = psi(eta)
-        d1 = lambda e: jax.jvp(psi, (e,), (one,))[1]  # noqa: E731
-        g_e = d1(eta)
-        grad_r = [g_e * r[i] for i in range(m)]
+        grad_r[m - 1] = grad_r[m - 1] + t.g_t
     grad = (grad_r[0], -grad_r[0], *grad_r[1:])
     if not with_hess:
         return value, grad, None
-    if davidson:
-        h_ee = jax.jvp(lambda e: d_e(e, tau), (eta,), (one,))[1]
-        h_et = jax.jvp(lambda t: d_e(eta, t), (tau,), (one,))[1]
-        h_tt = jax.jvp(lambda t: d_t(eta, t), (tau,), (one,))[1]
-    else:
-        h_ee = jax.jvp(d1, (eta,), (one,))[1]
+    h_ee, h_et, h_tt = t.h_ee, t.h_et, t.h_tt
+    one = jnp.ones_like(eta)
     # ∂r/∂v: one forward-over-reverse pass in the direction of v alone (reduced slot 1)
     if learn_gamma:
         c = jax.jvp(lambda v: grad_eta(R[:1] + [v] + R[2:]), (R[1],), (one,))[1]
@@ -197,27 +227,37 @@ def column_derivatives(P, Z, S, layout: Layout, with_hess: bool = True):
     h_ee, r, g_c = jax.lax.optimization_barrier((h_ee, r, g_c))
     if davidson:
         h_et, h_tt = jax.lax.optimization_barrier((h_et, h_tt))
-    v_slot, t_slot = (1 if learn_gamma else -1), (m - 1 if davidson else -1)
+    x_r = [h_et * r[i] for i in range(m)] if davidson else None
+    return value, grad, hessian_cells(lambda i, j: h_ee * r[i] * r[j], g_c, x_r, h_tt, m, layout)
+
+
+def hessian_cells(quad, g_c, x_r, h_tt, m: int, layout: Layout) -> HessianCells:
+    """The distinct entries of ψ_ηη r rᵀ + ψ_η ∂²η (+ the τ terms) in the reduced slots.
+
+    quad(i, j) = ψ_ηη r_i r_j; g_c = ψ_η ∂r/∂v (∂²η is non-zero only in the log-γ row
+    and column); x_r = ψ_ητ r and h_tt = ψ_ττ (Davidson) — per record or summed per group.
+    """
+    v_slot = 1 if layout.structure.learn_gamma else -1
+    t_slot = m - 1 if layout.structure.davidson else -1
 
     def entry(i, j):
-        h = h_ee * r[i] * r[j]
+        h = quad(i, j)
         if i == v_slot:
             h = h + g_c[j]
         if j == v_slot and i != v_slot:
             h = h + g_c[i]
-        if davidson:
-            if j == t_slot:
-                h = h + h_et * r[i]
-            if i == t_slot:
-                h = h + h_et * r[j]
-            if i == t_slot and j == t_slot:
-                h = h + h_tt
+        if j == t_slot:
+            h = h + x_r[i]
+        if i == t_slot:
+            h = h + x_r[j]
+        if i == t_slot and j == t_slot:
+            h = h + h_tt
         return h
 
     n_j = m - 1
     dj = tuple(entry(0, 1 + j) for j in range(n_j))
     jj = tuple(entry(1 + i, 1 + j) for i, j in upper_pairs(n_j))
-    return value, grad, HessianCells(dd=entry(0, 0), dj=dj, jj=jj)
+    return HessianCells(dd=entry(0, 0), dj=dj, jj=jj)
 
 
 def local_prob(phi_loc, z, layout: Layout):
@@ -230,6 +270,15 @@ def local_prob(phi_loc, z, layout: Layout):
     return jax.nn.sigmoid(eta)
 
 
+def expected_stats(eta, tau, stats, davidson: bool):
+    """(w, E[wy], E[wt]) at η (and τ) under the model, as rows."""
+    w = stats[0]
+    if davidson:
+        pa, _, pt = jnp.exp(_davidson_logp(eta, tau))
+        return [w, w * (pa + 0.5 * pt), w * pt]
+    return [w, w * sigmoid(eta), stats[2]]
+
+
 def local_expected_stats(phi_loc, z, stats, layout: Layout):
     """(w, E[wy], E[wt]) under the model: the Hessian at these is the expected information.
 
@@ -237,12 +286,8 @@ def local_expected_stats(phi_loc, z, stats, layout: Layout):
     tie models: for fractional ties this gives Σ p(1−p) r rᵀ exactly.
     """
     eta = local_eta(phi_loc, z, layout)
-    w = stats[0]
-    if layout.structure.davidson:
-        _, _, _, tau = _read(phi_loc, layout)
-        pa, _, pt = jnp.exp(_davidson_logp(eta, tau))
-        return jnp.stack([w, w * (pa + 0.5 * pt), w * pt])
-    return jnp.stack([w, w * sigmoid(eta), stats[2]])
+    tau = _read(phi_loc, layout)[3]
+    return jnp.stack(expected_stats(eta, tau, stats, layout.structure.davidson))
 
 
 def local_index(layout: Layout, a, b, k):
