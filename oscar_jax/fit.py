@@ -1,9 +1,10 @@
 """Penalized point fit of any OSCAR-family model (Sections 3.4, 5; Appendix B).
 
 ``fit()`` validates in Python, then makes one call to the jitted core, which runs the
-damped Newton solver from two starts (zero and N(0, 0.08²), as in B.3) one after the
-other and keeps the smaller objective; the cluster-robust and model-based covariances
-are computed on first use. Failed B.3 checks are recorded in the result and raised as
+damped Newton solver from two starts (zero and N(0, 0.08²), as in B.3; on a large
+grouped design the second only when the first does not settle) one after the other and
+keeps the smaller objective; the cluster-robust and model-based covariances are computed
+on first use. Failed B.3 checks are recorded in the result and raised as
 warnings.
 """
 
@@ -54,7 +55,7 @@ def _unit_weights(n_clusters: int):
 
 
 def fit(data, model: str | ModelSpec = "oscar", *, reference_judge: str | None = None,
-        family_map=None, covariates=(), ridge: float | None = None, starts: int = 2,
+        family_map=None, covariates=(), ridge: float | None = None, starts: int | None = None,
         seed: int = 0, schema: str | None = None, ci_prob: float = 0.95,
         max_iter: int = 100, bothbad: str = "tie", warn: bool = True) -> FitResult:
     """Fit an OSCAR-family model by penalized maximum likelihood.
@@ -80,8 +81,15 @@ def fit(data, model: str | ModelSpec = "oscar", *, reference_judge: str | None =
     ridge
         λ (default 0.05, the paper's value) on the summed loss.
     starts
-        Number of starts (zero plus ``starts − 1`` draws from N(0, 0.08²)); the smallest
-        objective is kept.
+        An int k: k starts, all run (zero plus k − 1 draws from N(0, 0.08²)); the smallest
+        objective is kept. None (default): two starts, except on a grouped design (many
+        records per (candidate A, candidate B, judge), e.g. continuous lengths at Arena
+        scale, :func:`~oscar_jax.model.design.with_groups`), where the draw runs only when
+        the zero start does not settle — does not converge, ends with a log-sensitivity at
+        its bound, or where the penalized Hessian is not positive definite (the B.3 checks a
+        start can fail). There a start costs seconds, and the solver's continuation
+        (γ frozen, then s frozen, then all) reached the same minimum from both starts in
+        every fit measured (``benchmarks/results/RESULTS.md``).
     seed
         Seed of the random starts (explicit; results are deterministic given it).
     schema
@@ -124,7 +132,7 @@ def fit(data, model: str | ModelSpec = "oscar", *, reference_judge: str | None =
     ['rank', 'candidate', 'score']
     """
     ci_prob = check_ci_prob(ci_prob)
-    starts = check_positive_int("starts", starts)
+    starts = None if starts is None else check_positive_int("starts", starts)
     max_iter = check_positive_int("max_iter", max_iter)
     problem = prepare(data, model, ridge=ridge, schema=schema, reference_judge=reference_judge,
                       family_map=family_map, covariates=covariates, bothbad=bothbad)
@@ -132,19 +140,20 @@ def fit(data, model: str | ModelSpec = "oscar", *, reference_judge: str | None =
                        stacklevel=3)
 
 
-def fit_problem(problem: Problem, *, starts: int = 2, seed: int = 0, ci_prob: float = 0.95, max_iter: int = 100,
-                warn: bool = True, stacklevel: int = 2) -> FitResult:
+def fit_problem(problem: Problem, *, starts: int | None = None, seed: int = 0, ci_prob: float = 0.95,
+                max_iter: int = 100, warn: bool = True, stacklevel: int = 2) -> FitResult:
     """:func:`fit` of a prepared :class:`~oscar_jax.model.problem.Problem` (see :func:`~oscar_jax.model.problem.prepare`).
 
     ``stacklevel`` places the warnings (2: the caller of this function).
     """
     ci_prob = check_ci_prob(ci_prob)
-    starts = check_positive_int("starts", starts)
+    adaptive = starts is None and problem.design.arrays.group_cell is not None
+    starts = 2 if starts is None else check_positive_int("starts", starts)
     max_iter = check_positive_int("max_iter", max_iter)
     design, eff, layout = problem.design, problem.effective_spec, problem.layout
     omega = _unit_weights(design.n_clusters)
     args = (design.arrays, omega, np.int64(seed))
-    kw = dict(n_starts=starts, layout=layout, n_clusters=design.n_clusters, ridge=eff.ridge, v_bound=eff.v_bound,
+    kw = dict(n_starts=starts, adaptive=adaptive, layout=layout, n_clusters=design.n_clusters, ridge=eff.ridge, v_bound=eff.v_bound,
               max_iter=max_iter, stats=design.arrays.stats)
     # Inside compile_ahead (the CLI): trace the fit first, then hand what will report on it
     # to the worker thread, whose tracing then runs while this thread compiles the fit.

@@ -12,13 +12,15 @@ of a dense Jacobian. All functions are pure and unjitted (jit at the API edge).
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from ..model.design import DesignArrays
-from ..model.likelihood import column_derivatives, local_expected_stats, local_index, local_loss, local_prob, upper_pairs
+from ..model.likelihood import (column_derivatives, expected_stats, group_derivatives, group_eta, local_expected_stats,
+                                local_index, local_loss, local_prob, record_covariates, record_moments, upper_pairs)
 from ..model.params import Layout
 
 __all__ = [
@@ -26,8 +28,10 @@ __all__ = [
     "cluster_scores",
     "cluster_scores_phi",
     "expected_information",
+    "information_from_moments",
     "loss_value",
     "value_grad_hess",
+    "value_grad_hess_moments",
 ]
 
 
@@ -80,6 +84,21 @@ CHUNK = 1 << 15  # records per pass of the derivative sums (a few MB of per-reco
 def _tables(theta, arrays, stats, layout, with_hess=True, expected=False, by_column=False):
     """The per-parameter sums of one batch of cells: (Σℓ, by (a, k), by (b, k), by k, by (a, b)).
 
+    Per-cell derivatives by :func:`~oscar_jax.model.likelihood.column_derivatives`, summed by
+    :func:`_sum_tables`. ``expected``: at the model's expected statistics. ``by_column``: one
+    segment sum per statistic instead of one over their stack (the chunks of
+    :func:`_chunked_tables`: a fit at 10⁶–3·10⁶ records 8 % faster, equal to rounding); one
+    pass keeps the stack, so fits of up to CHUNK cells keep their bits.
+    """
+    P, Z = _columns(theta, arrays, layout), _rows(arrays.z)
+    S = list(local_expected_stats(P, Z, _rows(stats), layout)) if expected else _rows(stats)
+    vals, grads, hc = column_derivatives(P, Z, S, layout, with_hess=with_hess)
+    return _sum_tables(jnp.sum(vals), grads, hc, arrays.a, arrays.b, arrays.k, layout, with_hess, by_column)
+
+
+def _sum_tables(value, grads, hc, a, b, k, layout, with_hess, by_column):
+    """(Σℓ, and per-cell or per-group derivatives summed into the parameter tables).
+
     Every record touches two candidate slots (s_a, s_b) and judge k's slots, and its
     Hessian is given by its distinct entries (:class:`~oscar_jax.model.likelihood.HessianCells`):
     ∂²/∂d² goes to (a, a), (b, b) and −(a, b); ∂²/∂d∂φ_j to (a, k's slot j) and
@@ -87,17 +106,10 @@ def _tables(theta, arrays, stats, layout, with_hess=True, expected=False, by_col
     are stacked once and summed by (a, k) and by (b, k) (the candidate sums are then sums
     of these small C·K tables), the judge statistics by k, ∂²/∂d² by (a, b): with one cell
     per record every extra pass over the records (a concatenation, a transpose, a separate
-    sum) cost as much as a segment sum. ``expected``: at the model's expected statistics.
-    ``by_column``: one segment sum per statistic instead of one over their stack (the chunks
-    of :func:`_chunked_tables`: a fit at 10⁶–3·10⁶ records 8 % faster, equal to rounding);
-    one pass keeps the stack, so fits of up to CHUNK cells keep their bits.
+    sum) cost as much as a segment sum.
     """
     c, k_n = layout.n_cand, layout.n_judge
-    a, b, k = arrays.a, arrays.b, arrays.k
     seg = jax.ops.segment_sum
-    P, Z = _columns(theta, arrays, layout), _rows(arrays.z)
-    S = list(local_expected_stats(P, Z, _rows(stats), layout)) if expected else _rows(stats)
-    vals, grads, hc = column_derivatives(P, Z, S, layout, with_hess=with_hess)
 
     def sums(columns, index, n):  # (n, len(columns))
         if by_column:
@@ -111,18 +123,21 @@ def _tables(theta, arrays, stats, layout, with_hess=True, expected=False, by_col
     t_a = sums(by_cand, a * k_n + k, c * k_n).reshape(c, k_n, n_cj)
     t_b = sums(by_cand, b * k_n + k, c * k_n).reshape(c, k_n, n_cj)
     by_judge = list(grads[2:]) + (list(hc.jj) if with_hess else [])
-    t_k = sums(by_judge, k, k_n) if by_judge else jnp.zeros((k_n, 0), vals.dtype)
+    t_k = sums(by_judge, k, k_n) if by_judge else jnp.zeros((k_n, 0), value.dtype)
     t_ab = seg(hc.dd, a * c + b, num_segments=c * c).reshape(c, c) if with_hess else None
-    return jnp.sum(vals), t_a, t_b, t_k, t_ab
+    return value, t_a, t_b, t_k, t_ab
 
 
-def _chunked_tables(theta, arrays, stats, layout, with_hess=True, expected=False):
+def _chunked_tables(theta, arrays, stats, layout, with_hess=True, expected=False, low=False):
     """:func:`_tables` of all cells, CHUNK cells at a time beyond one chunk.
 
     The chunks are summed in a ``lax.scan``, so the per-record work arrays (a few dozen
     numbers per record) stay at CHUNK records whatever N, which bounds the memory of a fit
     with one cell per record. Padding cells carry zero statistics, so they add exact zeros.
+    A design with groups (``arrays.group_cell``) takes :func:`_grouped_tables` instead.
     """
+    if arrays.group_cell is not None:
+        return _grouped_tables(theta, arrays, stats, layout, with_hess, expected, low)[0]
     n = arrays.a.shape[0]
     if n <= CHUNK:
         return _tables(theta, arrays, stats, layout, with_hess, expected)
@@ -145,8 +160,106 @@ def _chunked_tables(theta, arrays, stats, layout, with_hess=True, expected=False
     return jax.lax.scan(body, zero, xs)[0]
 
 
-def _assemble(theta, arrays, stats, layout, with_hess=True, expected=False):
-    """(L, ∇L, ∇²L) in θ = (u, judge part), built from the sums of :func:`_chunked_tables`.
+class CellRows(NamedTuple):
+    """A grouped design's inputs as contiguous rows, read once per fit (outside the solver's
+    loop): per cell the record covariates (``record_covariates``) and the statistics
+    (w, wy, wt); per group its (a, b, k) and covariates Zc (record covariates at 0).
+    Reading columns out of the record-major (C_, m) arrays inside the pass cost as much
+    as its arithmetic, and the group gathers a tenth of an evaluation."""
+
+    zv: tuple
+    stats: tuple
+    group_abk: tuple
+    group_z: tuple
+
+
+def cell_rows(arrays: DesignArrays, stats):
+    """``stats`` as :class:`CellRows` for a grouped design; unchanged otherwise (or when it
+    already is)."""
+    if arrays.group_cell is None or isinstance(stats, CellRows):
+        return stats
+    cols = record_covariates(arrays.z.shape[1])
+    gc = arrays.group_cell
+    zc = arrays.z[gc]
+    return CellRows(zv=tuple(arrays.z[:, j] for j in cols), stats=tuple(stats[:, j] for j in range(stats.shape[1])),
+                    group_abk=(arrays.a[gc], arrays.b[gc], arrays.k[gc]),
+                    group_z=tuple(jnp.zeros_like(zc[:, j]) if j in cols else zc[:, j] for j in range(zc.shape[1])))
+
+
+def _group_params(theta, rows: CellRows, layout):
+    """Local parameters P of every group, as rows."""
+    phi = jnp.asarray(layout.jacobian) @ theta
+    judge = np.asarray(layout.judge_slots)
+    ga, gb, gk = rows.group_abk
+    return [phi[ga], phi[gb]] + [phi[judge[:, j]][gk] for j in range(judge.shape[1])]
+
+
+def _group_moments(P, Zc, arrays, rows: CellRows, layout, with_hess, expected, low):
+    """(Σψ over all cells, each group's sums of :func:`~oscar_jax.model.likelihood.record_moments`).
+
+    One pass over the cells, CHUNK at a time: each cell's η from its group's η_0 and slopes
+    (:func:`~oscar_jax.model.likelihood.group_eta`), ψ's derivatives and the moments, added
+    into per-group sums carried by a ``lax.scan`` (in place; no per-chunk tables). ``low``:
+    the per-cell arithmetic in float32, the sums in float64 — for the solver's early
+    iterations only.
+    """
+    davidson = layout.structure.davidson
+    cg = arrays.cell_group
+    n_g, n = arrays.group_cell.shape[0], cg.shape[0]
+    eta0, slopes = group_eta(P, Zc, layout)
+    acc_dt = rows.stats[0].dtype
+    dt = jnp.float32 if low else acc_dt
+    eta0, slopes = eta0.astype(dt), [x.astype(dt) for x in slopes]
+    tau_g = P[-1].astype(dt) if davidson else None
+
+    def moments(lo, size):
+        take = lambda x: jax.lax.dynamic_slice_in_dim(x, lo, size)  # noqa: E731
+        g = take(cg)
+        zv = [take(x).astype(dt) for x in rows.zv]
+        S = [take(x).astype(dt) for x in rows.stats]
+        eta = eta0[g]
+        for x, sl in zip(zv, slopes):
+            eta = eta + sl[g] * x
+        tau = tau_g[g] if davidson else None
+        if expected:
+            S = expected_stats(eta, tau, S, davidson)
+        value, mom = record_moments(eta, tau, S, zv, davidson, with_hess)
+        return g, jnp.sum(value.astype(acc_dt)), [r.astype(acc_dt) for r in mom]
+
+    def add(acc, lo, size):
+        g, value, mom = moments(lo, size)
+        return acc[0] + value, [x.at[g].add(r) for x, r in zip(acc[1], mom)]
+
+    n_full, rest = divmod(n, CHUNK)
+    n_mom = len(jax.eval_shape(lambda: moments(0, min(n, CHUNK))[2]))
+    acc = (jnp.zeros((), acc_dt), [jnp.zeros(n_g, acc_dt) for _ in range(n_mom)])
+    if n_full:
+        acc = jax.lax.scan(lambda a, i: (add(a, i * CHUNK, CHUNK), None), acc, jnp.arange(n_full))[0]
+    if rest:  # the last, shorter chunk: its own static shape (no padded copy of the data)
+        acc = add(acc, n_full * CHUNK, rest)
+    return acc
+
+
+def _grouped_tables(theta, arrays, stats, layout, with_hess=True, expected=False, low=False, moments=None):
+    """:func:`_tables` of a grouped design: record moments per group, the chain rule per group.
+
+    Also returns the (value, moments) it used; ``moments`` given: no pass over the cells."""
+    rows = cell_rows(arrays, stats)
+    P, Zc = _group_params(theta, rows, layout), list(rows.group_z)
+    if moments is None:
+        moments = _group_moments(P, Zc, arrays, rows, layout, with_hess, expected, low)
+    value, mom = moments
+    grads, hc = group_derivatives(P, Zc, mom, layout, with_hess=with_hess)
+    return _sum_tables(value, grads, hc, *rows.group_abk, layout, with_hess, by_column=False), moments
+
+
+def _assemble(theta, arrays, stats, layout, with_hess=True, expected=False, low=False):
+    """(L, ∇L, ∇²L) in θ = (u, judge part), built from the sums of :func:`_chunked_tables`."""
+    return _theta_space(_chunked_tables(theta, arrays, stats, layout, with_hess, expected, low), layout, with_hess)
+
+
+def _theta_space(tables, layout, with_hess=True):
+    """(L, ∇L, ∇²L) in θ = (u, judge part) from the tables of :func:`_sum_tables`.
 
     The θ-space matrix is *built* from the reduced blocks (:func:`_theta_map`): Helmert
     products on the score block, gathers for the judge coordinates (two of which interact
@@ -155,7 +268,7 @@ def _assemble(theta, arrays, stats, layout, with_hess=True, expected=False):
     helm, judge_of, slot_of = (jnp.asarray(x) for x in _theta_map(layout))
     k_n = layout.n_judge
     n_j = len(layout.local_slots) - 2
-    value, t_a, t_b, t_k, t_ab = _chunked_tables(theta, arrays, stats, layout, with_hess, expected)
+    value, t_a, t_b, t_k, t_ab = tables
     n_cj = t_a.shape[2]
     sign_b = jnp.asarray([-1.0] + ([1.0] + [-1.0] * (n_cj - 2) if with_hess else []))
     t_cand = t_a + t_b * sign_b                                 # (C, K, n_cj)
@@ -178,14 +291,40 @@ def _assemble(theta, arrays, stats, layout, with_hess=True, expected=False):
     return value, g, jnp.block([[h_uu, h_uj], [h_uj.T, h_vv]])
 
 
-def value_grad_hess(theta, arrays: DesignArrays, stats, layout: Layout):
-    """(L, ∇L, ∇²L) of the unpenalized loss in θ; the Hessian is exact (observed)."""
-    return _assemble(theta, arrays, stats, layout)
+def value_grad_hess(theta, arrays: DesignArrays, stats, layout: Layout, low: bool = False):
+    """(L, ∇L, ∇²L) of the unpenalized loss in θ; the Hessian is exact (observed).
+
+    ``low`` (static; grouped designs only): the per-record arithmetic in float32 with
+    float64 sums, accurate to ~1e-7 relative — for the solver's early iterations.
+    """
+    return _assemble(theta, arrays, stats, layout, low=low)
 
 
 def expected_information(theta, arrays: DesignArrays, stats, layout: Layout):
     """Σ_t E[∇²ℓ_t] in θ: Σ w p(1−p) r rᵀ for fractional ties (= R̂ᵀŴR̂ of B.3)."""
     return _assemble(theta, arrays, stats, layout, expected=True)[2]
+
+
+def value_grad_hess_moments(theta, arrays: DesignArrays, stats, layout: Layout, low: bool = False):
+    """:func:`value_grad_hess` of a grouped design, and the (Σψ, group moments) it summed."""
+    tables, moments = _grouped_tables(theta, arrays, stats, layout, low=low)
+    return _theta_space(tables, layout) + (moments,)
+
+
+def information_from_moments(theta, arrays: DesignArrays, stats, moments, layout: Layout):
+    """:func:`expected_information` of a grouped design with fractional ties at the θ where
+    ``moments`` were summed, without a pass over the cells.
+
+    Under the model E[ψ_η] = w p − E[wy] = 0 and ψ_ηη = w p(1 − p) does not involve wy, so
+    the expected information is the observed Hessian's ψ_ηη part: the same ψ_ηη moments
+    with the ψ_η moments set to zero (exactly what the expected pass sums)."""
+    if layout.structure.davidson:
+        raise ValueError("the Davidson tie model's expected information needs its own pass")
+    value, mom = moments
+    q = 1 + len(record_covariates(arrays.z.shape[1]))
+    zeroed = [jnp.zeros_like(x) for x in mom[:q]] + list(mom[q:])
+    tables, _ = _grouped_tables(theta, arrays, stats, layout, moments=(value, zeroed))
+    return _theta_space(tables, layout)[2]
 
 
 def cell_probabilities(theta, arrays: DesignArrays, layout: Layout):

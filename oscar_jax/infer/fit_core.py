@@ -13,7 +13,8 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from .derivatives import expected_information, value_grad_hess
+from .derivatives import (cell_rows, expected_information, information_from_moments, value_grad_hess,
+                          value_grad_hess_moments)
 from ..model.design import DesignArrays, cell_stats_from_cluster_weights
 from ..model.params import Layout
 from ..runtime.program_cache import persistent_jit, register_pytree_names
@@ -24,6 +25,10 @@ from .starts import draw_seeded_starts
 __all__ = ["FitCore", "fit_core", "fit_core_seeded", "penalized_vgh", "STATIONARITY_TOL"]
 
 STATIONARITY_TOL = 1e-7  # B.3(1): ‖∇L‖∞ / N
+# ‖∇‖∞ / N below which the solver leaves the float32 derivatives: ~100× their rounding
+# (float32's 6e-8 relative, summed in float64), and small enough that the float64 Newton
+# steps that follow converge quadratically.
+LOW_PRECISION_TOL = 1e-5
 
 
 class FitCore(NamedTuple):
@@ -55,13 +60,21 @@ class FitCore(NamedTuple):
     info: jax.Array           # (P, P) expected information R̂ᵀŴR̂ (unpenalized), zero on fixed
 
 
-def penalized_vgh(arrays: DesignArrays, stats, layout: Layout, ridge):
-    """θ ↦ (f, ∇f, ∇²f) of the penalized objective L(θ) + (λ/2)‖θ‖² (Eq. 4), unmasked."""
+def penalized_vgh(arrays: DesignArrays, stats, layout: Layout, ridge, low: bool = False):
+    """θ ↦ (f, ∇f, ∇²f, aux) of the penalized objective L(θ) + (λ/2)‖θ‖² (Eq. 4), unmasked.
+
+    ``low``: the low-precision derivatives of a grouped design (``value_grad_hess``). aux:
+    a grouped design's summed moments (the expected information reads the solution's), else ()."""
     eye = jnp.eye(layout.n_theta)
+    stats = cell_rows(arrays, stats)
 
     def vgh(theta):
-        f, g, h = value_grad_hess(theta, arrays, stats, layout)
-        return f + 0.5 * ridge * jnp.sum(theta ** 2), g + ridge * theta, h + ridge * eye
+        if arrays.group_cell is None:
+            f, g, h = value_grad_hess(theta, arrays, stats, layout)
+            aux = ()
+        else:
+            f, g, h, aux = value_grad_hess_moments(theta, arrays, stats, layout, low=low)
+        return f + 0.5 * ridge * jnp.sum(theta ** 2), g + ridge * theta, h + ridge * eye, aux
 
     return vgh
 
@@ -162,9 +175,31 @@ def _n_identified(info, mask, certify: bool = True):
                         counted, info)
 
 
+def _settled(sol, bounded, v_bound):
+    """A start's solution passes B.3's point checks: converged, no v_k at a bound, positive
+    definite penalized Hessian (the Cholesky factor of the free block is finite)."""
+    at_bound = jnp.any(bounded & (jnp.abs(sol.theta) >= v_bound - 1e-9))
+    return sol.converged & ~at_bound & jnp.all(jnp.isfinite(jnp.linalg.cholesky(sol.hess)))
+
+
+def _adaptive_starts(solve, theta_starts, bounded, v_bound):
+    """Solve from each start in turn while none has settled (:func:`_settled`); the rest
+    are not run (NaN objective, not converged). One copy of the solver in the program."""
+    def step(settled, theta0):
+        def skip(x):
+            out = jax.eval_shape(solve, x)
+            zeros = jax.tree_util.tree_map(lambda a: jnp.zeros(a.shape, a.dtype), out)
+            return zeros._replace(theta=x, objective=jnp.full((), jnp.nan, x.dtype), status=jnp.int32(1))
+
+        sol = jax.lax.cond(settled, skip, solve, theta0)
+        return settled | _settled(sol, bounded, v_bound), sol
+
+    return jax.lax.scan(step, jnp.bool_(False), theta_starts)[1]
+
+
 def fit_core(arrays: DesignArrays, omega, theta_starts, *, layout: Layout, n_clusters: int,
              ridge=0.05, v_bound=15.0, max_iter: int = 100, gtol=1e-12, mask=None, stats=None,
-             eigenvalues: bool = True) -> FitCore:
+             eigenvalues: bool = True, adaptive: bool = False) -> FitCore:
     """Penalized fit from several starts; keeps the smallest objective (B.3).
 
     Parameters
@@ -185,12 +220,20 @@ def fit_core(arrays: DesignArrays, omega, theta_starts, *, layout: Layout, n_clu
         the identification count's SVD where the same bound settles it: replicates of a
         bootstrap or a sweep, which report the checks, not the spectra. True (a single
         fit) computes both spectra and skips the bounds: the same checks, a smaller program.
+    adaptive : static; True runs the starts after the first only when the first did not
+        settle — did not converge, ended with some v_k at a bound, or where the penalized
+        Hessian is not positive definite (B.3's point checks that a start can fail). A
+        start that did not run reports a NaN objective.
     """
     if stats is None:
         stats = cell_stats_from_cluster_weights(arrays, omega, arrays.a.shape[0])
     if mask is None:
         mask = column_mask(arrays, stats, layout)
     vgh = penalized_vgh(arrays, stats, layout, ridge)
+    # A grouped design (many records per (a, b, k)) takes its early Newton steps with the
+    # per-record arithmetic in float32 (float64 sums) and its last ones in float64, to the
+    # same convergence test: the estimate is the float64 one.
+    vgh_low = penalized_vgh(arrays, stats, layout, ridge, low=True) if arrays.group_cell is not None else None
     is_v = jnp.asarray(layout.v_mask)
     lo = jnp.where(is_v, -v_bound, -jnp.inf)
     hi = jnp.where(is_v, v_bound, jnp.inf)
@@ -212,15 +255,20 @@ def fit_core(arrays: DesignArrays, omega, theta_starts, *, layout: Layout, n_clu
         masks, tols = mask[None, :], gtol_abs[None]
 
     def solve(theta0):
-        return lm_minimize(vgh, theta0 * mask, lo, hi, masks, tols, max_iter=max_iter)
+        return lm_minimize(vgh, theta0 * mask, lo, hi, masks, tols, max_iter=max_iter, vgh_low=vgh_low,
+                           switch_tol=LOW_PRECISION_TOL * jnp.maximum(weight, 1.0))
 
     # The starts run one after another (lax.map), not vmapped: with a batch axis the
     # segment sums of the derivative assembly lose their fast path, and two vmapped starts
     # cost ~3× one start against 2× in sequence. Replicates are still vmapped outside.
-    runs = jax.lax.map(solve, theta_starts)
-    # Prefer converged runs; among them the smallest objective.
-    score = jnp.where(runs.converged, runs.objective, jnp.inf)
-    best = jnp.where(jnp.any(runs.converged), jnp.argmin(score), jnp.argmin(runs.objective))
+    if adaptive and theta_starts.shape[0] > 1:
+        runs = _adaptive_starts(solve, theta_starts, is_v & (mask > 0), v_bound)
+    else:
+        runs = jax.lax.map(solve, theta_starts)
+    # Prefer converged runs; among them the smallest objective (a start not run: NaN).
+    objective = jnp.where(jnp.isnan(runs.objective), jnp.inf, runs.objective)
+    score = jnp.where(runs.converged, objective, jnp.inf)
+    best = jnp.where(jnp.any(runs.converged), jnp.argmin(score), jnp.argmin(objective))
     pick = lambda x: x[best]  # noqa: E731
     sol = jax.tree_util.tree_map(pick, runs)
 
@@ -229,7 +277,12 @@ def fit_core(arrays: DesignArrays, omega, theta_starts, *, layout: Layout, n_clu
     grad_inf = jnp.max(jnp.abs(grad_proj))
     n_free = jnp.sum(mask)
 
-    info = expected_information(theta, arrays, stats, layout) * jnp.outer(mask, mask)
+    if arrays.group_cell is not None and not layout.structure.davidson:
+        # The solution's last evaluation (full precision, at θ̂) already summed the moments.
+        info = information_from_moments(theta, arrays, stats, sol.aux, layout)
+    else:
+        info = expected_information(theta, arrays, stats, layout)
+    info = info * jnp.outer(mask, mask)
     n_identified = _n_identified(info, mask, certify=not eigenvalues)
 
     curvature, min_eig, max_eig = _curvature(sol.hess, mask, eigenvalues)
@@ -253,15 +306,17 @@ def fit_core(arrays: DesignArrays, omega, theta_starts, *, layout: Layout, n_clu
 
 
 def fit_core_seeded(arrays: DesignArrays, omega, seed, *, n_starts: int, layout: Layout, n_clusters: int,
-                    ridge=0.05, v_bound=15.0, max_iter: int = 100, stats=None) -> FitCore:
+                    ridge=0.05, v_bound=15.0, max_iter: int = 100, stats=None, adaptive: bool = False) -> FitCore:
     """:func:`fit_core` from ``seeded_starts(layout, n_starts, seed)``, drawn inside the same
     program: a single fit is one compiled program, not two (each costs a warm process
     ~0.05–0.1 s to load). The draws are bit-identical to :func:`~oscar_jax.infer.starts.seeded_starts`.
     (Explicit keywords: :func:`~oscar_jax.runtime.program_cache.persistent_jit` keys on them.)"""
     return fit_core(arrays, omega, draw_seeded_starts(seed, n_starts, layout.n_theta), layout=layout,
-                    n_clusters=n_clusters, ridge=ridge, v_bound=v_bound, max_iter=max_iter, stats=stats)
+                    n_clusters=n_clusters, ridge=ridge, v_bound=v_bound, max_iter=max_iter, stats=stats,
+                    adaptive=adaptive)
 
 
 register_pytree_names(FitCore, DesignArrays)
-fit_core_jit = persistent_jit(fit_core, static_argnames=("layout", "n_clusters", "max_iter", "eigenvalues"))
-fit_core_seeded_jit = persistent_jit(fit_core_seeded, static_argnames=("n_starts", "layout", "n_clusters", "max_iter"))
+fit_core_jit = persistent_jit(fit_core, static_argnames=("layout", "n_clusters", "max_iter", "eigenvalues", "adaptive"))
+fit_core_seeded_jit = persistent_jit(fit_core_seeded, static_argnames=("n_starts", "layout", "n_clusters", "max_iter",
+                                                                       "adaptive"))

@@ -15,7 +15,7 @@ import jax.numpy as jnp
 from ..model.design import DesignArrays
 from ..model.params import Layout
 
-__all__ = ["column_mask", "components_connected"]
+__all__ = ["column_mask", "components_connected", "graph_connected"]
 
 
 def _bias_columns(arrays: DesignArrays, layout: Layout):
@@ -68,19 +68,31 @@ def column_mask(arrays: DesignArrays, stats, layout: Layout, tol: float = 1e-10)
 def components_connected(arrays: DesignArrays, stats, n_cand: int):
     """Whether the comparison graph of positive-weight cells is connected (and spans all).
 
-    Label propagation (each node takes the smallest label among its neighbours) until
-    nothing changes; at most n_cand rounds. Works under vmap.
+    A grouped design reads it off its (a, b, k) groups (fewer edges, the same graph).
+    Works under vmap.
     """
-    active = stats[:, 0] > 0
+    if arrays.group_cell is None:
+        return graph_connected(arrays.a, arrays.b, stats[:, 0] > 0, n_cand)
+    gc = arrays.group_cell
+    weight = jax.ops.segment_sum(stats[:, 0], arrays.cell_group, num_segments=gc.shape[0])
+    return graph_connected(arrays.a[gc], arrays.b[gc], weight > 0, n_cand)
+
+
+def graph_connected(a, b, active, n_cand: int):
+    """Whether the edges (a, b) with ``active`` connect all ``n_cand`` candidates.
+
+    Label propagation (each node takes the smallest label among its neighbours) until
+    nothing changes; at most n_cand rounds.
+    """
     big = jnp.int32(n_cand)
-    present = (jax.ops.segment_sum(active.astype(jnp.int32), arrays.a, num_segments=n_cand)
-               + jax.ops.segment_sum(active.astype(jnp.int32), arrays.b, num_segments=n_cand)) > 0
+    present = (jax.ops.segment_sum(active.astype(jnp.int32), a, num_segments=n_cand)
+               + jax.ops.segment_sum(active.astype(jnp.int32), b, num_segments=n_cand)) > 0
 
     def step(state):
         labels, _, it = state
-        la, lb = labels[arrays.a], labels[arrays.b]
+        la, lb = labels[a], labels[b]
         m = jnp.where(active, jnp.minimum(la, lb), big)
-        new = labels.at[arrays.a].min(m).at[arrays.b].min(m)
+        new = labels.at[a].min(m).at[b].min(m)
         return new, jnp.any(new != labels), it + 1
 
     labels0 = jnp.arange(n_cand, dtype=jnp.int32)

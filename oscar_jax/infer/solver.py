@@ -57,6 +57,7 @@ class SolveResult(NamedTuple):
     n_iter: jax.Array
     converged: jax.Array
     status: jax.Array
+    aux: object = ()  # vgh's auxiliary output at theta
 
 
 class LMState(NamedTuple):
@@ -79,6 +80,8 @@ class LMState(NamedTuple):
     n_reject: jax.Array  # int32 consecutive rejected trials
     done: jax.Array      # bool: converged or stopped
     status: jax.Array    # int32 key of STATUS while running (0 until stopped)
+    low: jax.Array       # bool: the next evaluation uses the low-precision derivatives
+    aux: object          # vgh's auxiliary output at theta (a pytree; () if none)
 
 
 def at_active_bound(theta, g, lo, hi):
@@ -95,21 +98,25 @@ def _proj_norm(theta, g, mask, lo, hi):
     return jnp.max(jnp.abs(jnp.where(at_active_bound(theta, g, lo, hi), 0.0, g * mask)), initial=0.0)
 
 
-def lm_init(theta0, lo, hi) -> LMState:
-    """State before the first evaluation: the first step evaluates (and accepts) θ₀."""
+def lm_init(theta0, lo, hi, low: bool = False, aux=()) -> LMState:
+    """State before the first evaluation: the first step evaluates (and accepts) θ₀.
+
+    ``low``: start with the low-precision derivatives (see :func:`lm_minimize`); ``aux``: a
+    placeholder of the shape of vgh's auxiliary output."""
     theta0 = jnp.clip(theta0, lo, hi)
     n = theta0.shape[0]
     one = jnp.ones((), theta0.dtype)
     return LMState(theta=theta0, f=jnp.inf * one, grad=jnp.zeros(n, theta0.dtype), hess=jnp.eye(n, dtype=theta0.dtype),
                    trial=theta0, pred=one, mu=0.0 * one, nu=2.0 * one, phase=jnp.int32(0), n_iter=jnp.int32(0),
-                   n_reject=jnp.int32(0), done=jnp.bool_(False), status=jnp.int32(0))
+                   n_reject=jnp.int32(0), done=jnp.bool_(False), status=jnp.int32(0), low=jnp.bool_(low), aux=aux)
 
 
 def lm_terminate(state: LMState):
     return state.done
 
 
-def lm_step(state: LMState, vgh, lo, hi, masks, tols, *, max_iter: int = 100, max_reject: int = 30) -> LMState:
+def lm_step(state: LMState, vgh, lo, hi, masks, tols, *, max_iter: int = 100, max_reject: int = 30,
+            vgh_low=None, switch_tol=None) -> LMState:
     """Evaluate the trial, accept or reject it, adapt μ, advance the phase, propose the next trial.
 
     Parameters as in :func:`lm_minimize`.
@@ -126,7 +133,10 @@ def lm_step(state: LMState, vgh, lo, hi, masks, tols, *, max_iter: int = 100, ma
 
     theta, f, g, h, pred, mu, nu = state.theta, state.f, state.grad, state.hess, state.pred, state.mu, state.nu
     phase, it, n_rej = state.phase, state.n_iter, state.n_reject
-    f_t, g_t, h_t = vgh(state.trial)
+    if vgh_low is None:
+        f_t, g_t, h_t, aux_t = vgh(state.trial)
+    else:
+        f_t, g_t, h_t, aux_t = jax.lax.cond(state.low, vgh_low, vgh, state.trial)
     actual = f - f_t
     rho = actual / jnp.where(pred > 0, pred, jnp.inf)
     tiny = 1e-13 * jnp.maximum(jnp.where(jnp.isfinite(f), jnp.abs(f), 1.0), 1.0)
@@ -140,6 +150,7 @@ def lm_step(state: LMState, vgh, lo, hi, masks, tols, *, max_iter: int = 100, ma
     f = jnp.where(accept, f_t, f)
     g = jnp.where(accept, g_t, g)
     h = jnp.where(accept, h_t, h)
+    aux = jax.tree_util.tree_map(lambda new, old: jnp.where(accept, new, old), aux_t, state.aux)
     # Nielsen's damping update: shrink smoothly with the gain ratio on success, by 10×
     # when the quadratic model was good (ρ > 0.75: the iteration is entering the
     # Newton region, and a slowly decaying μ would make convergence linear); on
@@ -157,7 +168,19 @@ def lm_step(state: LMState, vgh, lo, hi, masks, tols, *, max_iter: int = 100, ma
     new_phase = advance(theta, g, phase)
     mu = jnp.where(new_phase != phase, 0.0, mu)  # a new phase starts undamped
     phase = new_phase
-    converged = (phase == n_phase - 1) & (_proj_norm(theta, g, masks[phase], lo, hi) <= tols[phase])
+    proj = _proj_norm(theta, g, masks[phase], lo, hi)
+    # Only a full-precision evaluation can decide convergence.
+    converged = (phase == n_phase - 1) & (proj <= tols[phase]) & ~state.low
+    low = state.low
+    if vgh_low is not None:
+        # Leave the low precision for good once its gradient is small in the last phase,
+        # or when its noise stalls the gain test (two rejections in a row). The next,
+        # full-precision evaluation restarts the gain test (f = +∞: it is accepted), so
+        # no low-precision value is ever compared with a full-precision one.
+        switch = low & (((phase == n_phase - 1) & (proj <= switch_tol)) | (n_rej >= 2))
+        low = low & ~switch
+        f = jnp.where(switch, jnp.inf, f)
+        n_rej = jnp.where(switch, 0, n_rej)
     exhausted = n_rej >= max_reject
     status = jnp.where(converged, 0, jnp.where(exhausted, 2, jnp.where(it >= max_iter, 1, 0)))
     done = converged | exhausted | (it >= max_iter)
@@ -181,19 +204,21 @@ def lm_step(state: LMState, vgh, lo, hi, masks, tols, *, max_iter: int = 100, ma
     step = new_trial - theta
     new_pred = jnp.where(ok, -(gm @ step + 0.5 * step @ (hm @ step)), -1.0)
     return LMState(theta=theta, f=f, grad=g, hess=h, trial=new_trial, pred=new_pred, mu=mu, nu=nu, phase=phase,
-                   n_iter=it, n_reject=n_rej, done=done, status=status.astype(jnp.int32))
+                   n_iter=it, n_reject=n_rej, done=done, status=status.astype(jnp.int32), low=low, aux=aux)
 
 
 def lm_result(state: LMState, lo, hi, masks, tols) -> SolveResult:
     """The solution of a finished run; convergence is judged on the last phase."""
     last = masks[-1]
-    converged = (state.phase == masks.shape[0] - 1) & (_proj_norm(state.theta, state.grad, last, lo, hi) <= tols[-1])
+    converged = ((state.phase == masks.shape[0] - 1) & (_proj_norm(state.theta, state.grad, last, lo, hi) <= tols[-1])
+                 & ~state.low)
     gm, hm = _masked(state.grad, state.hess, last)
     return SolveResult(state.theta, state.f, gm, hm, state.n_iter, converged,
-                       jnp.where(converged, 0, jnp.maximum(state.status, 1)))
+                       jnp.where(converged, 0, jnp.maximum(state.status, 1)), state.aux)
 
 
-def lm_minimize(vgh, theta0, lo, hi, masks, tols, *, max_iter: int = 100, max_reject: int = 30) -> SolveResult:
+def lm_minimize(vgh, theta0, lo, hi, masks, tols, *, max_iter: int = 100, max_reject: int = 30,
+                vgh_low=None, switch_tol=None) -> SolveResult:
     """Minimize f with exact derivatives, phase by phase.
 
     Every trial point is evaluated with ``vgh`` (no separate value function), so that
@@ -202,13 +227,21 @@ def lm_minimize(vgh, theta0, lo, hi, masks, tols, *, max_iter: int = 100, max_re
 
     Parameters
     ----------
-    vgh : θ ↦ (f, ∇f, ∇²f), unmasked.
+    vgh : θ ↦ (f, ∇f, ∇²f, aux), unmasked; aux (any pytree, () for none) is kept for the
+        accepted point and returned as ``SolveResult.aux``.
     theta0, lo, hi : (P,) start (fixed coordinates already zero) and bounds.
     masks : (S, P) 1 = coordinate optimized in phase s; the last phase decides convergence.
     tols : (S,) phase s ends when ‖projected masked ∇f‖∞ ≤ tols[s].
     max_iter : limit on derivative evaluations over all phases.
+    vgh_low, switch_tol : optional cheaper, low-precision θ ↦ (f, ∇f, ∇²f, aux). The solver starts
+        with it and leaves it for ``vgh`` for good once the last phase's projected gradient is
+        ≤ ``switch_tol`` (or its noise stalls the gain test); convergence is only ever judged
+        on ``vgh``, so the solution is that of ``vgh``.
     """
     def step(state):
-        return lm_step(state, vgh, lo, hi, masks, tols, max_iter=max_iter, max_reject=max_reject)
+        return lm_step(state, vgh, lo, hi, masks, tols, max_iter=max_iter, max_reject=max_reject, vgh_low=vgh_low,
+                       switch_tol=switch_tol)
 
-    return lm_result(iterate(step, lm_terminate, lm_init(theta0, lo, hi)), lo, hi, masks, tols)
+    aux = jax.tree_util.tree_map(jnp.zeros_like, jax.eval_shape(vgh, theta0)[3])
+    return lm_result(iterate(step, lm_terminate, lm_init(theta0, lo, hi, low=vgh_low is not None, aux=aux)), lo, hi,
+                     masks, tols)

@@ -28,7 +28,8 @@ from .spec import ModelSpec
 from ..io.canonical import check_canonical, warn_case_variants
 from ..runtime.validate import OscarDataWarning, OscarInputError, resolve_name
 
-__all__ = ["Design", "DesignArrays", "build_design", "cell_stats_from_cluster_weights"]
+__all__ = ["GROUP_MIN_CELLS", "Design", "DesignArrays", "build_design", "cell_stats_from_cluster_weights",
+           "with_groups"]
 
 
 class DesignArrays(NamedTuple):
@@ -39,6 +40,12 @@ class DesignArrays(NamedTuple):
     stats   : (C_, 3)       full-data (w, wy, wt) per cell
     pair_cell, pair_g : (P,) int32   cell and prompt cluster of each pair
     pair_stats : (P, 3)     (w, wy, wt) of the records of that cluster in that cell
+    cell_group : (C_,) int32 or None   the (a, b, k) group of each cell (:func:`with_groups`)
+    group_cell : (n_g,) int32 or None  a cell of each group (its a, b, k and F)
+
+    With groups (many cells per (a, b, k), e.g. a continuous length), the derivative passes
+    sum a few moments per group and apply the chain rule per group
+    (:func:`~oscar_jax.model.likelihood.group_derivatives`); without them (None), per cell.
     """
 
     a: jax.Array
@@ -49,6 +56,8 @@ class DesignArrays(NamedTuple):
     pair_cell: jax.Array
     pair_g: jax.Array
     pair_stats: jax.Array
+    cell_group: jax.Array | None = None
+    group_cell: jax.Array | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -122,6 +131,35 @@ def cell_stats_from_cluster_weights(arrays: DesignArrays, omega, n_cells: int) -
         return jax.ops.segment_sum(weighted, arrays.pair_cell, num_segments=n_cells)
 
     return jax.vmap(one)(omega) if omega.ndim == 2 else one(omega)
+
+
+# Below this many cells a derivative pass costs microseconds either way; above it, grouping
+# pays when the groups are at most half as many as the cells.
+GROUP_MIN_CELLS = 1 << 15
+
+
+def with_groups(arrays: DesignArrays, n_cand: int, n_judge: int, *, force: bool = False) -> DesignArrays:
+    """``arrays`` with their (a, b, k) groups attached, when grouping pays (or ``force``).
+
+    A group holds the cells of one (candidate A, candidate B, judge) (a continuous length
+    makes each record its own cell, yet Chatbot-Arena-sized data have ~20 records per
+    group). Groups are numbered in order of first appearance; host numpy, one hash pass.
+    (A dense C × C × K grid, whose per-group sums become sums over its axes, was no faster
+    at 10⁵ records, C = 50, K = 20: 3.8 against 3.5 ms per derivative evaluation.)
+    """
+    none = arrays._replace(cell_group=None, group_cell=None)
+    n = int(arrays.a.shape[0])
+    if not force and n < GROUP_MIN_CELLS:
+        return none
+    a, b, k = (np.asarray(x, np.int64) for x in (arrays.a, arrays.b, arrays.k))
+    codes, uniques = pd.factorize((a * n_cand + b) * n_judge + k, sort=False)
+    n_g = len(uniques)
+    if not force and 2 * n_g > n:
+        return none
+    first = np.empty(n_g, np.int64)
+    first[codes[::-1]] = np.arange(n - 1, -1, -1)
+    return arrays._replace(cell_group=jax.device_put(codes.astype(np.int32)),
+                           group_cell=jax.device_put(first.astype(np.int32)))
 
 
 def _components(a: np.ndarray, b: np.ndarray, n: int) -> tuple[int, np.ndarray]:
@@ -342,6 +380,7 @@ def build_design(frame: pd.DataFrame, *, reference_judge: str | None = None, fam
         pair_g=put(np.asarray(pair_uniques // n_cells, np.int32)),
         pair_stats=put(np.asarray(pair_stats, np.float64)),
     )
+    arrays = with_groups(arrays, len(candidates), len(judges))
     return Design(
         arrays=arrays,
         candidates=candidates,

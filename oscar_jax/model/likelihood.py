@@ -26,7 +26,15 @@ from .params import Layout
 
 __all__ = [
     "HessianCells",
+    "PsiTerms",
     "column_derivatives",
+    "expected_stats",
+    "group_derivatives",
+    "group_eta",
+    "moment_pairs",
+    "psi_terms",
+    "record_covariates",
+    "record_moments",
     "local_eta",
     "local_expected_stats",
     "local_index",
@@ -97,6 +105,45 @@ def _tie_loss(eta, tau, stats, davidson: bool):
     return w * softplus(eta) - wy * eta
 
 
+class PsiTerms(NamedTuple):
+    """ψ and its derivatives per record (None where not asked or not in the tie model)."""
+
+    value: jax.Array
+    g_e: jax.Array         # ∂ψ/∂η
+    g_t: jax.Array | None  # ∂ψ/∂τ (Davidson)
+    h_ee: jax.Array | None
+    h_et: jax.Array | None
+    h_tt: jax.Array | None
+
+
+def psi_terms(eta, tau, stats, davidson: bool, with_hess: bool = True) -> PsiTerms:
+    """ψ(η, τ; stats) and its first (and second) derivatives by forward mode on :func:`_tie_loss`.
+
+    The only non-linear step of a record's loss: everything else is the chain rule through
+    the bilinear η. Works in the dtype of ``eta`` and ``stats``.
+    """
+    one, zero = jnp.ones_like(eta), jnp.zeros_like(eta)
+    g_t = h_et = h_tt = h_ee = None
+    if davidson:
+        psi = lambda e, t: _tie_loss(e, t, stats, True)  # noqa: E731
+        value = psi(eta, tau)
+        d_e = lambda e, t: jax.jvp(psi, (e, t), (one, zero))[1]  # noqa: E731
+        d_t = lambda e, t: jax.jvp(psi, (e, t), (zero, one))[1]  # noqa: E731
+        g_e, g_t = d_e(eta, tau), d_t(eta, tau)
+        if with_hess:
+            h_ee = jax.jvp(lambda e: d_e(e, tau), (eta,), (one,))[1]
+            h_et = jax.jvp(lambda t: d_e(eta, t), (tau,), (one,))[1]
+            h_tt = jax.jvp(lambda t: d_t(eta, t), (tau,), (one,))[1]
+    else:
+        psi = lambda e: _tie_loss(e, None, stats, False)  # noqa: E731
+        value = psi(eta)
+        d1 = lambda e: jax.jvp(psi, (e,), (one,))[1]  # noqa: E731
+        g_e = d1(eta)
+        if with_hess:
+            h_ee = jax.jvp(d1, (eta,), (one,))[1]
+    return PsiTerms(value, g_e, g_t, h_ee, h_et, h_tt)
+
+
 def local_loss(phi_loc, z, stats, layout: Layout):
     """Negative log (quasi-)likelihood of one weighted record or cell: ψ(η(φ), τ)."""
     eta = local_eta(phi_loc, z, layout)
@@ -161,30 +208,17 @@ def column_derivatives(P, Z, S, layout: Layout, with_hess: bool = True):
     # slot (XLA does not fold the zero tangents of one-hot directions away).
     grad_eta = jax.grad(lambda rho: jnp.sum(eta_fn(rho)))
     eta, r = jax.lax.optimization_barrier((eta_fn(R), grad_eta(R)))
-    one, zero = jnp.ones_like(eta), jnp.zeros_like(eta)
+    tau = R[-1] if davidson else None
+    t = psi_terms(eta, tau, S, davidson, with_hess)
+    value, g_e = t.value, t.g_e
+    grad_r = [g_e * r[i] for i in range(m)]
     if davidson:
-        tau = R[-1]
-        psi = lambda e, t: _tie_loss(e, t, S, True)  # noqa: E731
-        value = psi(eta, tau)
-        d_e = lambda e, t: jax.jvp(psi, (e, t), (one, zero))[1]  # noqa: E731
-        d_t = lambda e, t: jax.jvp(psi, (e, t), (zero, one))[1]  # noqa: E731
-        g_e, g_t = d_e(eta, tau), d_t(eta, tau)
-        grad_r = [g_e * r[i] for i in range(m - 1)] + [g_e * r[m - 1] + g_t]
-    else:
-        psi = lambda e: _tie_loss(e, None, S, False)  # noqa: E731
-        value = psi(eta)
-        d1 = lambda e: jax.jvp(psi, (e,), (one,))[1]  # noqa: E731
-        g_e = d1(eta)
-        grad_r = [g_e * r[i] for i in range(m)]
+        grad_r[m - 1] = grad_r[m - 1] + t.g_t
     grad = (grad_r[0], -grad_r[0], *grad_r[1:])
     if not with_hess:
         return value, grad, None
-    if davidson:
-        h_ee = jax.jvp(lambda e: d_e(e, tau), (eta,), (one,))[1]
-        h_et = jax.jvp(lambda t: d_e(eta, t), (tau,), (one,))[1]
-        h_tt = jax.jvp(lambda t: d_t(eta, t), (tau,), (one,))[1]
-    else:
-        h_ee = jax.jvp(d1, (eta,), (one,))[1]
+    h_ee, h_et, h_tt = t.h_ee, t.h_et, t.h_tt
+    one = jnp.ones_like(eta)
     # ∂r/∂v: one forward-over-reverse pass in the direction of v alone (reduced slot 1)
     if learn_gamma:
         c = jax.jvp(lambda v: grad_eta(R[:1] + [v] + R[2:]), (R[1],), (one,))[1]
@@ -230,6 +264,15 @@ def local_prob(phi_loc, z, layout: Layout):
     return jax.nn.sigmoid(eta)
 
 
+def expected_stats(eta, tau, stats, davidson: bool):
+    """(w, E[wy], E[wt]) at η (and τ) under the model, as rows."""
+    w = stats[0]
+    if davidson:
+        pa, _, pt = jnp.exp(_davidson_logp(eta, tau))
+        return [w, w * (pa + 0.5 * pt), w * pt]
+    return [w, w * sigmoid(eta), stats[2]]
+
+
 def local_expected_stats(phi_loc, z, stats, layout: Layout):
     """(w, E[wy], E[wt]) under the model: the Hessian at these is the expected information.
 
@@ -237,12 +280,152 @@ def local_expected_stats(phi_loc, z, stats, layout: Layout):
     tie models: for fractional ties this gives Σ p(1−p) r rᵀ exactly.
     """
     eta = local_eta(phi_loc, z, layout)
-    w = stats[0]
-    if layout.structure.davidson:
-        _, _, _, tau = _read(phi_loc, layout)
-        pa, _, pt = jnp.exp(_davidson_logp(eta, tau))
-        return jnp.stack([w, w * (pa + 0.5 * pt), w * pt])
-    return jnp.stack([w, w * sigmoid(eta), stats[2]])
+    tau = _read(phi_loc, layout)[3]
+    return jnp.stack(expected_stats(eta, tau, stats, layout.structure.davidson))
+
+
+# ---- records grouped by (a, b, k) -------------------------------------------------------
+#
+# Within one (candidate A, candidate B, judge) group every record shares the local
+# parameters and the family contrast F (a function of a, b and k); only the record-level
+# covariates (L, X_1..X_U) differ. η is affine in them, r = ∂η/∂ρ is affine in them, so the
+# group's summed loss, gradient and Hessian depend on its records only through a few
+# moments: Σψ, Σψ_η·z̃ and Σψ_ηη·z̃z̃ᵀ with z̃ = (1, record covariates) (Davidson adds
+# Σψ_τ, Σψ_ητ·z̃, Σψ_ττ). A pass over the records forms η, ψ's derivatives and those
+# moments; the chain rule through η then runs once per group, not once per record.
+
+
+def record_covariates(n_z: int) -> tuple[int, ...]:
+    """Columns of z = (L, F, X_1..X_U) that vary within an (a, b, k) group: all but F."""
+    return (0,) + tuple(range(2, n_z))
+
+
+def _along(fn, Z, col):
+    """d/dt fn(Z with column ``col`` + t) at t = 0: the other columns are constants, not zero
+    tangents, so autodiff drops what does not depend on that column."""
+    def moved(x):
+        return fn(Z[:col] + [x] + Z[col + 1:])
+    return jax.jvp(moved, (Z[col],), (jnp.ones_like(Z[col]),))[1]
+
+
+def group_eta(P, Zc, layout: Layout):
+    """(η at the group's covariates Zc, ∂η/∂z for each record covariate), rows over groups.
+
+    ``Zc`` holds the group-level columns and zeros in the record-level ones, so a record
+    with covariates z_v has η = η_0 + Σ_j slope_j z_v,j exactly (η is affine in z).
+    """
+    Zc = [Zc[i] for i in range(len(Zc))]
+    fn = lambda z: local_eta(P, z, layout)  # noqa: E731
+    eta0 = fn(Zc)
+    slopes = [_along(fn, Zc, col) for col in record_covariates(len(Zc))]
+    return eta0, slopes
+
+
+def moment_pairs(q: int) -> tuple[tuple[int, int], ...]:
+    """Index pairs (a ≤ b) of z̃ = (1, record covariates) in the order of the ψ_ηη moments."""
+    return tuple((a, b) for a in range(q) for b in range(a, q))
+
+
+def record_moments(eta, tau, stats, zv, davidson: bool, with_hess: bool = True):
+    """(ψ, the per-record terms whose sums by group are the group's sufficient moments).
+
+    Order of the terms: ψ_η·z̃_a (a < q); with the Hessian ψ_ηη·z̃_a z̃_b (``moment_pairs``);
+    Davidson adds ψ_τ, then with the Hessian ψ_ητ·z̃_a and ψ_ττ. z̃ = (1, zv…),
+    q = 1 + len(zv). (The loss needs only Σψ over all records, not per group.)
+    """
+    t = psi_terms(eta, tau, stats, davidson, with_hess)
+    t = jax.lax.optimization_barrier(t)
+    zt = [None] + list(zv)
+
+    def times(x, a, b=None):
+        for c in (a, b):
+            if c is not None and zt[c] is not None:
+                x = x * zt[c]
+        return x
+
+    q = len(zt)
+    rows = [times(t.g_e, a) for a in range(q)]
+    if with_hess:
+        rows += [times(t.h_ee, a, b) for a, b in moment_pairs(q)]
+    if davidson:
+        rows.append(t.g_t)
+        if with_hess:
+            rows += [times(t.h_et, a) for a in range(q)] + [t.h_tt]
+    return t.value, rows
+
+
+def group_derivatives(P, Zc, moments, layout: Layout, with_hess: bool = True):
+    """(∇ℓ, ∇²ℓ) summed over each group's records, from their :func:`record_moments` sums.
+
+    The gradient and Hessian of :func:`column_derivatives` of the group's records, summed
+    (rows over groups). r(ρ; z) = ∂η/∂ρ and c(ρ; z) = ∂r/∂v are affine in z, so with their coefficients
+    A_a and C_a on z̃ (by autodiff of :func:`local_eta` at the group's Zc, then in each
+    record-covariate direction): Σ ψ_η r = Σ_a A_a G_a, Σ ψ_ηη r rᵀ = Σ_ab A_a M_ab A_bᵀ and
+    Σ ψ_η c = Σ_a C_a G_a, with G and M the moments.
+    """
+    davidson = layout.structure.davidson
+    learn_gamma = layout.structure.learn_gamma
+    Zc = [Zc[i] for i in range(len(Zc))]
+    R = [P[0] - P[1]] + [P[i] for i in range(2, len(P))]
+    m = len(R)
+    cols = record_covariates(len(Zc))
+    q = 1 + len(cols)
+    mom = list(moments)
+    G = mom[:q]
+    pos = q
+    if with_hess:
+        pairs = moment_pairs(q)
+        M = {}
+        for (a, b), x in zip(pairs, mom[pos:pos + len(pairs)]):
+            M[a, b] = M[b, a] = x
+        pos += len(pairs)
+    if davidson:
+        T = mom[pos]
+        if with_hess:
+            X, U = mom[pos + 1:pos + 1 + q], mom[pos + 1 + q]
+
+    def grad_eta(rho, z):
+        return jax.grad(lambda r: jnp.sum(local_eta([r[0], jnp.zeros_like(r[0])] + list(r[1:]), z, layout)))(rho)
+
+    def affine(fn):
+        """Coefficients (on z̃) of a function of z that is affine in the record covariates."""
+        return [fn(Zc)] + [_along(fn, Zc, col) for col in cols]
+
+    A = affine(lambda z: grad_eta(R, z))                 # q × m rows
+    grad_r = [sum(A[a][i] * G[a] for a in range(q)) for i in range(m)]
+    if davidson:
+        grad_r[m - 1] = grad_r[m - 1] + T
+    grad = (grad_r[0], -grad_r[0], *grad_r[1:])
+    if not with_hess:
+        return grad, None
+    AM = [[sum(A[a][i] * M[a, b] for a in range(q)) for i in range(m)] for b in range(q)]
+    if learn_gamma:
+        one = jnp.ones_like(R[1])
+        C = affine(lambda z: jax.jvp(lambda v: grad_eta(R[:1] + [v] + R[2:], z), (R[1],), (one,))[1])
+        g_c = [sum(C[a][j] * G[a] for a in range(q)) for j in range(m)]
+    if davidson:
+        x_r = [sum(A[a][i] * X[a] for a in range(q)) for i in range(m)]
+    v_slot, t_slot = (1 if learn_gamma else -1), (m - 1 if davidson else -1)
+
+    def entry(i, j):
+        h = sum(AM[b][i] * A[b][j] for b in range(q))
+        if i == v_slot:
+            h = h + g_c[j]
+        if j == v_slot and i != v_slot:
+            h = h + g_c[i]
+        if davidson:
+            if j == t_slot:
+                h = h + x_r[i]
+            if i == t_slot:
+                h = h + x_r[j]
+            if i == t_slot and j == t_slot:
+                h = h + U
+        return h
+
+    n_j = m - 1
+    dj = tuple(entry(0, 1 + j) for j in range(n_j))
+    jj = tuple(entry(1 + i, 1 + j) for i, j in upper_pairs(n_j))
+    return grad, HessianCells(dd=entry(0, 0), dj=dj, jj=jj)
 
 
 def local_index(layout: Layout, a, b, k):

@@ -257,7 +257,8 @@ class FitResult:
             "bounds": {"ok": not bool(c.at_bound), "v_bound": self.effective_spec.v_bound},
             "clusters": {"ok": bool(c.clusters_ok), "G": int(c.n_clusters), "dim_theta": int(c.n_free)},
             "connected": {"ok": bool(c.connected)},
-            "start_objectives": [float(x) for x in np.atleast_1d(c.start_objectives)],
+            # a start not run (the zero start settled: ``fit(starts=None)``) is left out
+            "start_objectives": [float(x) for x in np.atleast_1d(c.start_objectives) if not np.isnan(x)],
             "all_ok": bool(c.ok),
         }
 
