@@ -1,21 +1,28 @@
-"""Scaling study: OSCAR fit time and peak memory from 10³ to 10⁶ records and up to 500 candidates.
+"""Scaling: the compiled OSCAR fit against the fair scipy baseline, 10⁴ … 10⁷ records, and its memory.
 
-Simulated data (Appendix G generator, ``simulate_jit``; one cell per record, N = judges ×
-prompts, a continuous length covariate so no two records share a cell): by default 50
-candidates and 20 judges for N = 10³ … 10⁶, then C = 10 … 500 candidates at N = 10⁵. The
-design stays per record (indices + covariates), never a dense N × dim θ matrix, so an
-iteration costs O(N · n_local²) with the cluster sums done by segment sums
-(``derivatives.py``).
+Simulated Arena-style data (Appendix G generator, ``simulate_jit``; C candidates, K = 20
+judges, a continuous length, so no two records share a cell). Each size runs in a fresh
+subprocess (peak RSS — Linux VmHWM — is a process-lifetime maximum, reset here before the
+timed run):
 
-Each size runs in a fresh subprocess (peak RSS — Linux VmHWM — is a process-lifetime
-maximum, and XLA memory is invisible to tracemalloc): simulate, compile
-``core.fit_core_jit`` ahead of time (timed), run it once, then time the compiled fit
-(median of repeats; two starts, B.3 checks) and the cluster sandwich. The scipy
-L-BFGS-B baseline of the same objective runs in its own subprocess for N ≤ --scipy-max.
+* the package: ``fit_problem`` with its default settings (what ``oj.fit(design)`` runs),
+  compiled once, then timed;
+* the fair baseline (``baseline_scipy.py``): scipy L-BFGS-B on the same cells (= records),
+  analytic gradient, ridge 0.05, one zero start, stopped as soon as the B.3 stationarity
+  test ‖∇‖∞ ≤ 1e-7·N holds (oscar_jax iterates to 1e-12·N); and the exact-Hessian
+  trust-region variant (``trust-exact``) up to ``--trust-max`` records;
+* interleaved: round r times the package, then each baseline; the best of the rounds is
+  reported for each, CPU and wall, with the load average at the start and end.
 
-Writes ``benchmarks/results/scaling.md``, ``scaling.csv`` and ``scaling.png``.
+Memory (``--memory``, default 10⁷ records with C = 100): RSS after import, after the raw
+columns (a, b, k, prompt: int32; L, F, y: float64), after the design's arrays, after
+compiling the fit; the peak of the compiled fit's run; bytes per record over the raw
+columns = (peak − RSS with the raw columns) / N.
 
-Usage: python benchmarks/bench_scaling.py [--quick] [--records 1000,10000,...] [--candidates 10,100,...]
+Writes ``benchmarks/results/scaling.md`` and ``scaling.csv``.
+
+Usage: python benchmarks/bench_scaling.py [--quick] [--records 1e4,1e5,1e6] [--candidates 100,500]
+       [--memory 1e7] [--repeats 5]
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ import os
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # as in bench_bootstrap.py (tiny dense algebra)
 
 import argparse  # noqa: E402
+import gc  # noqa: E402
 import json  # noqa: E402
 import math  # noqa: E402
 import platform  # noqa: E402
@@ -36,10 +44,11 @@ from pathlib import Path  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
-DEFAULT_RECORDS = (1_000, 3_000, 10_000, 30_000, 100_000, 300_000, 1_000_000)
-DEFAULT_CANDIDATES = (10, 50, 100, 200, 500)
-QUICK_RECORDS = (1_000, 4_000)
-QUICK_CANDIDATES = (10,)
+DEFAULT_RECORDS = (10_000, 100_000, 1_000_000)
+DEFAULT_CANDIDATES = (10, 200)
+QUICK_RECORDS = (2_000, 40_000)
+GOAL_RATIO = 5.0  # issue 37: default fit ≥ 5× the fair baseline at 10⁵ and 10⁶
+GOAL_BYTES = 100  # issue 37: ≤ 100 bytes per record over the raw columns at 10⁷
 
 
 def _rss_mb() -> float:
@@ -69,6 +78,16 @@ def _peak_mb() -> float:
     return peak / (2 ** 20 if sys.platform == "darwin" else 2 ** 10)  # bytes on macOS, KiB on Linux
 
 
+def _reset_peak() -> bool:
+    """Reset VmHWM to the current RSS (Linux ≥ 4.0); False where not possible."""
+    try:
+        with open("/proc/self/clear_refs", "w") as fh:
+            fh.write("5")
+        return True
+    except OSError:
+        return False
+
+
 def sim_params(n_cand: int, n_judge: int, seed: int = 0):
     """Generating parameters for C candidates and K judges (judge 0 = reference, γ = 1)."""
     import numpy as np
@@ -88,124 +107,117 @@ def sim_params(n_cand: int, n_judge: int, seed: int = 0):
     )
 
 
-# ----------------------------------------------------------------------------- workers
-def worker(spec_json: str) -> dict:
-    """One size in this (fresh) process: returns timings, flags and memory."""
-    job = json.loads(spec_json)
-    sys.path.insert(0, str(ROOT))
-    rss_start = _rss_mb()
+def raw_columns(n_cand: int, n_judge: int, n_records: int, seed: int):
+    """The simulated records as the raw columns a user's file would give (numpy)."""
     import jax
-    import jax.numpy as jnp
     import numpy as np
 
-    from oscar_jax.fit import start_points
-    from oscar_jax.infer.sandwich import covariances_jit
-    from oscar_jax.model.params import Layout
     from oscar_jax.simulate import simulate_jit
-    from oscar_jax.model.spec import parse_model
+
+    sim = simulate_jit(jax.random.PRNGKey(seed), n_records // n_judge, sim_params(n_cand, n_judge, seed))
+    arr = sim.arrays
+    cols = {"a": np.asarray(arr.a), "b": np.asarray(arr.b), "k": np.asarray(arr.k),
+            "prompt": np.asarray(sim.prompt), "L": np.asarray(arr.z[:, 0]), "F": np.asarray(arr.z[:, 1]),
+            "y": np.asarray(sim.y)}
+    del sim, arr
+    gc.collect()
+    return cols
+
+
+def design_of(cols: dict, n_cand: int, n_judge: int):
+    """A Design of the raw columns, one cell per record (what ``build_design`` makes of them)."""
+    import jax
+    import numpy as np
+
+    from oscar_jax.model.design import Design, with_groups
+    from oscar_jax.simulate import record_arrays
+
+    n = len(cols["y"])
+    put = jax.device_put
+    stats = np.column_stack([np.ones(n), cols["y"], np.zeros(n)])
+    arrays = record_arrays(put(cols["a"]), put(cols["b"]), put(cols["k"]),
+                           put(np.column_stack([cols["L"], cols["F"]])), put(stats), put(cols["prompt"]))
+    arrays = with_groups(arrays, n_cand, n_judge)
+    names = tuple(f"cand{i}" for i in range(n_cand))
+    judges = tuple(f"judge{k}" for k in range(n_judge))
+    return Design(arrays=arrays, candidates=names, judges=judges, prompts=tuple(range(int(cols["prompt"].max()) + 1)),
+                  reference=0, covariates=(), has_length=True, length_scale=1.0,
+                  candidate_family=names, judge_family=judges, n_records=n, record_cell=np.arange(n),
+                  record_cluster=cols["prompt"], family_nonzero=True)
+
+
+def _timed(fn):
+    t0, c0 = time.perf_counter(), time.process_time()
+    out = fn()
+    return out, time.perf_counter() - t0, time.process_time() - c0
+
+
+# ----------------------------------------------------------------------------- worker
+def worker(job: dict) -> dict:
+    """One size in this (fresh) process."""
+    sys.path.insert(0, str(ROOT))
+    out = dict(job, load_start=os.getloadavg()[0], rss_start_mb=_rss_mb())
+    import numpy as np
+
+    from benchmarks.baseline_scipy import CellObjective, fit_cells
+    from oscar_jax.fit import fit_problem
+    from oscar_jax.model.problem import prepare
 
     c, k, n = job["n_cand"], job["n_judge"], job["n_records"]
-    g = n // k
-    params = sim_params(c, k, job["seed"])
-    spec = parse_model(job["model"])
-    layout = Layout(c, k, 0, 0, spec.structure())
-    rss_import = _rss_mb()
-    t0 = time.perf_counter()
-    sim = jax.block_until_ready(simulate_jit(jax.random.PRNGKey(job["seed"]), g, params))
-    out = {**job, "n_prompts": g, "n_theta": layout.n_theta, "simulate_s": time.perf_counter() - t0,
-           "rss_start_mb": rss_start, "rss_import_mb": rss_import}
-
-    if job["kind"] == "api":
-        return _api_worker(job, out, params)
-    if job["kind"] == "scipy":
-        from benchmarks.baseline_scipy import ScipyFit
-
-        arr = jax.tree_util.tree_map(np.asarray, sim.arrays)
-        y = np.asarray(sim.y)
-        out["rss_before_fit_mb"] = _rss_mb()
-        t0, c0 = time.perf_counter(), time.process_time()
-        prob = ScipyFit(arr.a, arr.b, arr.k, y, arr.z[:, 0], arr.z[:, 1], c, k, 0, terms=spec.terms,
-                        learn_gamma=spec.learn_gamma, ridge=spec.ridge)
-        res = prob.fit(starts=2, seed=job["seed"])
-        out.update(fit_s=time.perf_counter() - t0, fit_cpu_s=time.process_time() - c0, objective=float(res.fun),
-                   converged=bool(res.success),
-                   n_iter=int(res.nit), peak_mb=_peak_mb())
+    out["rss_import_mb"] = _rss_mb()
+    cols = raw_columns(c, k, n, job["seed"])
+    out["raw_mb"] = sum(v.nbytes for v in cols.values()) / 2 ** 20
+    out["rss_raw_mb"] = _rss_mb()
+    design, out["design_s"], _ = _timed(lambda: design_of(cols, c, k))
+    out["rss_design_mb"] = _rss_mb()
+    problem = prepare(design, job["model"])
+    out.update(n_theta=problem.layout.n_theta, grouped=design.arrays.group_cell is not None,
+               n_groups=int(design.arrays.group_cell.shape[0]) if design.arrays.group_cell is not None else None)
+    res, out["first_s"], out["first_cpu_s"] = _timed(lambda: fit_problem(problem, warn=False))
+    gc.collect()
+    out["rss_compiled_mb"] = _rss_mb()
+    out["peak_reset"] = _reset_peak()
+    res, _, _ = _timed(lambda: fit_problem(problem, warn=False))
+    out["peak_run_mb"] = _peak_mb()
+    core = res.core
+    out.update(objective=float(core.objective), n_iter=int(core.n_iter), ok=bool(core.ok),
+               starts_run=len(res.checks()["start_objectives"]),
+               grad_inf_per_n=float(core.grad_inf) / n, failed_checks="; ".join(res.failed_checks()))
+    if job.get("memory_only"):
+        _, out["fit_s"], out["fit_cpu_s"] = _timed(lambda: fit_problem(problem, warn=False))
+        out["load_end"] = os.getloadavg()[0]
         return out
 
-    from oscar_jax.infer.fit_core import fit_core_jit
+    spec = problem.effective_spec
+    arr = design.arrays
+    z, st = np.asarray(arr.z), np.asarray(arr.stats)
 
-    starts = start_points(layout, 2, jax.random.PRNGKey(job["seed"] + 1))
-    omega = jnp.ones(g)
-    kw = dict(layout=layout, n_clusters=g, max_iter=100)
-    dyn = dict(ridge=spec.ridge, v_bound=spec.v_bound)
-    out["rss_before_fit_mb"] = _rss_mb()
-    t0 = time.perf_counter()
-    exe = fit_core_jit.lower(sim.arrays, omega, starts, **kw, **dyn).compile()
-    out["compile_s"] = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    core = jax.block_until_ready(exe(sim.arrays, omega, starts, **dyn))
-    out["first_run_s"] = time.perf_counter() - t0
-    times, cpu = [], []
+    def scipy(method):
+        obj = CellObjective(np.asarray(arr.a), np.asarray(arr.b), np.asarray(arr.k), z[:, 0], z[:, 1], st[:, 0],
+                            st[:, 1], c, k, design.reference, terms=spec.terms, learn_gamma=spec.learn_gamma,
+                            ridge=spec.ridge, v_bound=spec.v_bound)
+        return obj, fit_cells(obj, method=method)
+
+    methods = ["lbfgsb"] + (["trust-exact"] if n <= job["trust_max"] else [])
+    best = {name: [math.inf, math.inf] for name in ["oscar_jax"] + methods}
+    scipy_out = {}
     for _ in range(job["repeats"]):
-        t0, c0 = time.perf_counter(), time.process_time()
-        core = jax.block_until_ready(exe(sim.arrays, omega, starts, **dyn))
-        times.append(time.perf_counter() - t0)
-        cpu.append(time.process_time() - c0)
-    out["fit_s"] = float(np.median(times))
-    out["fit_min_s"] = float(np.min(times))
-    # CPU seconds (all threads) are far less inflated than wall time when other jobs
-    # share the cores; on a quiet 2-core machine wall ≈ CPU / (cores XLA kept busy).
-    out["fit_cpu_s"] = float(np.median(cpu))
-    out["peak_fit_mb"] = _peak_mb()
-    if job.get("sandwich", True):
-        args = (core.theta, core.mask, core.hess, core.info, sim.arrays, omega)
-        ckw = dict(layout=layout, n_clusters=g, ridge=spec.ridge)
-        t0 = time.perf_counter()
-        jax.block_until_ready(covariances_jit(*args, **ckw))
-        out["sandwich_first_s"] = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        jax.block_until_ready(covariances_jit(*args, **ckw))
-        out["sandwich_s"] = time.perf_counter() - t0
-    core = jax.tree_util.tree_map(np.asarray, core)
-    flags = {"stationary": core.stationary, "identified": core.identified, "curvature": core.curvature_ok,
-             "bounds": ~core.at_bound, "clusters (G > dim θ)": core.clusters_ok, "connected": core.connected}
-    out["failed_checks"] = ", ".join(name for name, passed in flags.items() if not bool(passed))
-    out.update(objective=float(core.objective), start_gap=float(np.ptp(core.start_objectives)),
-               n_iter=int(core.n_iter), converged=bool(core.converged), ok=bool(core.ok),
-               stationary=bool(core.stationary), grad_inf_per_n=float(core.grad_inf) / n,
-               n_free=int(core.n_free), peak_mb=_peak_mb())
-    return out
-
-
-def _api_worker(job: dict, out: dict, params) -> dict:
-    """What a user runs: ``oj.fit`` on a DataFrame with response lengths (design building included)."""
-    import numpy as np
-
-    import oscar_jax as oj
-    from oscar_jax.model.problem import prepare
-    from oscar_jax.simulate import family_map_of, simulate_frame
-
-    t0 = time.perf_counter()
-    frame = simulate_frame(seed=job["seed"], n_prompts=out["n_prompts"], params=params)
-    fam = family_map_of(params)
-    out["frame_s"] = time.perf_counter() - t0
-    out["rss_before_fit_mb"] = _rss_mb()
-    t0 = time.perf_counter()
-    res = oj.fit(frame, job["model"], family_map=fam, warn=False)
-    out["api_first_s"] = time.perf_counter() - t0
-    times, cpu, prep = [], [], []
-    for _ in range(job["repeats"]):
-        t0, c0 = time.perf_counter(), time.process_time()
-        res = oj.fit(frame, job["model"], family_map=fam, warn=False)
-        times.append(time.perf_counter() - t0)
-        cpu.append(time.process_time() - c0)
-        t0 = time.perf_counter()
-        prepare(frame, job["model"], family_map=fam)
-        prep.append(time.perf_counter() - t0)
-    core = res.core
-    out.update(fit_s=float(np.median(times)), fit_cpu_s=float(np.median(cpu)), prepare_s=float(np.median(prep)),
-               n_cells=res.design.n_cells, objective=float(core.objective), n_iter=int(core.n_iter),
-               ok=bool(core.ok), peak_mb=_peak_mb())
+        _, wall, cpu = _timed(lambda: fit_problem(problem, warn=False))
+        best["oscar_jax"] = [min(best["oscar_jax"][0], wall), min(best["oscar_jax"][1], cpu)]
+        for m in methods:
+            scipy_out[m], wall, cpu = _timed(lambda m=m: scipy(m))
+            best[m] = [min(best[m][0], wall), min(best[m][1], cpu)]
+    out["fit_s"], out["fit_cpu_s"] = best["oscar_jax"]
+    s_ours = np.asarray(res.scores)
+    for m in methods:
+        obj, r = scipy_out[m]
+        s_base = obj.unpack(r.x)[0]
+        out[m] = {"wall_s": best[m][0], "cpu_s": best[m][1], "nit": int(r.nit), "nfev": int(getattr(r, "nfev", -1)),
+                  "success": bool(r.success), "objective": float(r.fun),
+                  "objective_minus_ours": float(r.fun) - out["objective"],
+                  "max_abs_ds": float(np.max(np.abs(s_base - s_ours))),
+                  "grad_inf_per_n": obj.projected_grad_inf(r.x) / n}
+    out["load_end"] = os.getloadavg()[0]
     return out
 
 
@@ -217,13 +229,12 @@ def run_job(job: dict, timeout: float) -> dict:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
     except subprocess.TimeoutExpired:
         return {**job, "error": f"timed out after {timeout:.0f} s"}
-    wall = time.perf_counter() - t0
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("WORKER ")]
     if proc.returncode != 0 or not lines:
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
         return {**job, "error": f"exit {proc.returncode}: {tail[0][:200]}"}
     res = json.loads(lines[-1][len("WORKER "):])
-    res["process_wall_s"] = wall
+    res["process_wall_s"] = time.perf_counter() - t0
     return res
 
 
@@ -234,124 +245,86 @@ def _fmt(x, spec, missing="–"):
     return format(x, spec)
 
 
+def _ratio(base: dict | None, ours: float, key: str):
+    return None if not base else base[key] / ours
+
+
 def markdown(rows, args, machine: str) -> str:
-    ours = [r for r in rows if r["kind"] == "oscar"]
-    base = {(r["n_cand"], r["n_records"]): r for r in rows if r["kind"] == "scipy"}
     lines = [
-        "# bench_scaling: OSCAR fit time and peak memory vs records and candidates",
+        "# bench_scaling: the compiled OSCAR fit against the fair scipy baseline, and its memory",
         "",
         f"Machine: {machine}.",
-        f"Model {args.model.upper()} on simulated data (Appendix G generator, judge 0 = reference, seed {args.seed}), "
-        "one cell per record, two starts (zero and N(0, 0.08²)), λ = 0.05, solver tolerance ‖∇‖∞ ≤ 1e-12·N. "
-        "Each row is a fresh process. `fit` = compiled `core.fit_core_jit` (median of repeats, B.3 checks "
-        "included); `compile` = lower + XLA compile; `first` = the first execution after it; `with compile` = "
-        "compile + first. `peak RSS` = the worker's lifetime maximum (VmHWM: Python + JAX + data + XLA buffers); "
-        "`Δ RSS` = peak − RSS just before compiling the fit (the fit's own working memory, compilation "
-        "included). scipy = L-BFGS-B baseline of the same objective on per-record arrays (two starts, one "
-        "timing, its own process).",
+        f"Model {args.model.upper()} on simulated Arena-style data (Appendix G generator, K = {args.judges} judges, "
+        "judge 0 the reference, a continuous length: one cell per record). `oscar_jax` = `fit_problem(problem)` "
+        "with its default settings (the zero start; the N(0, 0.08²) start only when the first does not settle, on "
+        "a grouped design), B.3 checks included, compiled (first call timed apart). Baselines "
+        "(`benchmarks/baseline_scipy.py`): scipy on the same cells, the same objective (ridge 0.05, B.2 column "
+        "selection), one zero start, stopped as soon as ‖∇‖∞ ≤ 1e-7·N (B.3) — L-BFGS-B with the analytic gradient "
+        "(`ftol` 0), and `trust-exact` with the exact Hessian. Interleaved rounds; best of "
+        f"{args.repeats} for each; CPU = process CPU seconds (all threads), wall = elapsed.",
         "",
-        "| C | K | N records | dim θ | compile (s) | first (s) | fit (s) | fit CPU (s) | with compile (s) | "
-        "sandwich (s) | Newton iters | objective | B.3 | peak RSS (MB) | Δ RSS (MB) | scipy (s) | scipy CPU (s) | "
-        "scipy objective − ours | speed-up (wall) |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| C | N records | groups | dim θ | oscar_jax CPU ms | wall ms | L-BFGS-B CPU ms | wall ms | iters | "
+        "trust-exact CPU ms | wall ms | iters | CPU ratio (best baseline ÷ ours) | wall ratio | first call s | "
+        "Newton evals | starts run | B.3 | scipy − ours objective | max abs Δs | load start → end |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for r in ours:
-        key = (r["n_cand"], r["n_records"])
+    for r in rows:
+        if r.get("memory_only"):
+            continue
         if "error" in r:
-            lines.append(f"| {r['n_cand']} | {r['n_judge']} | {r['n_records']:,} | – | {r['error']} |"
-                         + " |" * 14)
+            lines.append(f"| {r['n_cand']} | {r['n_records']:,} | {r['error']} |" + " |" * 18)
             continue
-        b = base.get(key, {})
-        sp = b.get("fit_s")
-        gap = b.get("objective", float("nan")) - r["objective"] if sp is not None else None
-        speed = None if sp is None else sp / r["fit_s"]
-        checks = "pass" if r["ok"] else f"FAIL: {r.get('failed_checks', '')}"
+        lb, te = r.get("lbfgsb"), r.get("trust-exact")
+        bases = [b for b in (lb, te) if b]
+        cpu_best = min(b["cpu_s"] for b in bases) if bases else None
+        wall_best = min(b["wall_s"] for b in bases) if bases else None
+        gap = min((b["objective_minus_ours"] for b in bases), default=None)
+        ds = max((b["max_abs_ds"] for b in bases), default=None)
         lines.append(
-            f"| {r['n_cand']} | {r['n_judge']} | {r['n_records']:,} | {r['n_theta']} | {r['compile_s']:.1f} | "
-            f"{r['first_run_s']:.2f} | {r['fit_s']:.3f} | {_fmt(r.get('fit_cpu_s'), '.3f')} | "
-            f"{r['compile_s'] + r['first_run_s']:.1f} | {_fmt(r.get('sandwich_s'), '.3f')} | {r['n_iter']} | "
-            f"{r['objective']:.4f} | {checks} | {r['peak_mb']:.0f} | {r['peak_mb'] - r['rss_before_fit_mb']:.0f} | "
-            f"{_fmt(sp, '.2f', 'not run')} | {_fmt(b.get('fit_cpu_s'), '.2f')} | {_fmt(gap, '.1e')} | "
-            f"{_fmt(speed, '.2f' if speed is not None and speed < 10 else '.0f')}{'' if sp is None else '×'} |")
-    api = [r for r in rows if r["kind"] == "api"]
-    if api:
-        lines += ["", "End to end: `oj.fit(frame, model, family_map=…)` on a DataFrame with response lengths "
-                  "(`simulate_frame`; loading, design building, the compiled fit with two starts and B.3 checks; "
-                  "median of repeats after a first call that compiles). `prepare` = loading + design building "
-                  "alone. `Δ RSS` = peak − RSS with the frame built (before the first fit).", "",
-                  "| C | K | N records | cells | first call (s) | oj.fit (s) | oj.fit CPU (s) | prepare (s) | "
-                  "peak RSS (MB) | Δ RSS (MB) | scipy (s) | scipy ÷ oj.fit |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
-        for r in api:
-            if "error" in r:
-                lines.append(f"| {r['n_cand']} | {r['n_judge']} | {r['n_records']:,} | {r['error']} |" + " |" * 8)
-                continue
-            sp = base.get((r["n_cand"], r["n_records"]), {}).get("fit_s")
-            lines.append(
-                f"| {r['n_cand']} | {r['n_judge']} | {r['n_records']:,} | {r['n_cells']:,} | {r['api_first_s']:.2f} | "
-                f"{r['fit_s']:.3f} | {r['fit_cpu_s']:.3f} | {r['prepare_s']:.3f} | {r['peak_mb']:.0f} | "
-                f"{r['peak_mb'] - r['rss_before_fit_mb']:.0f} | {_fmt(sp, '.2f', 'not run')} | "
-                f"{_fmt(None if sp is None else sp / r['fit_s'], '.2f')} |")
-    lines.append("")
-    for r in ours:
-        if "error" in r or r["n_records"] < 1_000_000:
+            f"| {r['n_cand']} | {r['n_records']:,} | {_fmt(r.get('n_groups'), ',', 'cells')} | {r['n_theta']} | "
+            f"{1e3 * r['fit_cpu_s']:.1f} | {1e3 * r['fit_s']:.1f} | "
+            f"{_fmt(lb and 1e3 * lb['cpu_s'], '.1f')} | {_fmt(lb and 1e3 * lb['wall_s'], '.1f')} | "
+            f"{_fmt(lb and lb['nit'], 'd')} | {_fmt(te and 1e3 * te['cpu_s'], '.1f')} | "
+            f"{_fmt(te and 1e3 * te['wall_s'], '.1f')} | {_fmt(te and te['nit'], 'd')} | "
+            f"{_fmt(cpu_best and cpu_best / r['fit_cpu_s'], '.1f')}× | {_fmt(wall_best and wall_best / r['fit_s'], '.1f')}× | "
+            f"{r['first_s']:.1f} | {r['n_iter']} | {r['starts_run']} | {'pass' if r['ok'] else 'FAIL'} | "
+            f"{_fmt(gap, '.1e')} | {_fmt(ds, '.1e')} | {r['load_start']:.1f} → {r['load_end']:.1f} |")
+    lines += ["", "Memory (fresh process per size; MB): RSS after import, with the raw columns, with the design, "
+              "after compiling; the timed run's peak (VmHWM reset before it); bytes per record over the raw "
+              "columns = (peak − RSS with the raw columns) / N; over the design = (peak − RSS with the design) / N.",
+              "", "| C | N records | import | raw columns (bytes) | with raw | with design | compiled | run peak | "
+              "B/record over raw | B/record over design | fit CPU s | fit wall s |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        if "error" in r:
             continue
-        above = r["peak_mb"] - r["rss_import_mb"]
-        if r["n_records"] < 10_000_000:  # issue 8: < 30 s; issue 16: ≤ 0.5 s, ≤ 300 MB above import
-            goals = (f"issue 8 (< 30 s) {'met' if r['fit_s'] < 30 else 'NOT met'}; issue 16 (≤ 0.5 s, peak ≤ 300 MB "
-                     f"above import) {'met' if r['fit_s'] <= 0.5 and above <= 300 else 'NOT met'}")
-        else:  # issue 16: 10⁷ records in < 10 s within 8 GB
-            goals = f"issue 16 (< 10 s within 8 GB) {'met' if r['fit_s'] < 10 and r['peak_mb'] <= 8192 else 'NOT met'}"
-        lines.append(f"* {r['n_records']:,} records (C = {r['n_cand']}): fit {r['fit_s']:.2f} s compiled "
-                     f"({r['fit_cpu_s']:.1f} CPU-s), {r['compile_s'] + r['first_run_s']:.1f} s including compilation, "
-                     f"{r['n_iter']} Newton iterations, peak RSS {r['peak_mb']:.0f} MB ({above:.0f} MB above "
-                     f"import) — {goals}.")
+        over_raw = (r["peak_run_mb"] - r["rss_raw_mb"]) * 2 ** 20 / r["n_records"]
+        over_design = (r["peak_run_mb"] - r["rss_design_mb"]) * 2 ** 20 / r["n_records"]
+        r["bytes_over_raw"], r["bytes_over_design"] = over_raw, over_design
+        lines.append(f"| {r['n_cand']} | {r['n_records']:,} | {r['rss_import_mb']:.0f} | {r['raw_mb']:.0f} | "
+                     f"{r['rss_raw_mb']:.0f} | {r['rss_design_mb']:.0f} | {r['rss_compiled_mb']:.0f} | "
+                     f"{r['peak_run_mb']:.0f} | {over_raw:.0f} | {over_design:.0f} | {r['fit_cpu_s']:.2f} | "
+                     f"{r['fit_s']:.2f} |")
+    lines += ["", "Goals (issue 37):"]
+    for n in (100_000, 1_000_000):
+        hit = [r for r in rows if r["n_records"] == n and "error" not in r and not r.get("memory_only")
+               and (r.get("lbfgsb") or r.get("trust-exact"))]
+        for r in hit:
+            cpu = min(b["cpu_s"] for b in (r.get("lbfgsb"), r.get("trust-exact")) if b) / r["fit_cpu_s"]
+            wall = min(b["wall_s"] for b in (r.get("lbfgsb"), r.get("trust-exact")) if b) / r["fit_s"]
+            lines.append(f"* {n:,} records (C = {r['n_cand']}): default fit {cpu:.1f}× (CPU), {wall:.1f}× (wall) the "
+                         f"best fair baseline — goal ≥ {GOAL_RATIO:.0f}× {'met' if min(cpu, wall) >= GOAL_RATIO else 'NOT met'}.")
+    for r in rows:
+        if r.get("memory_only") and "error" not in r:
+            met = r["bytes_over_raw"] <= GOAL_BYTES
+            lines.append(f"* {r['n_records']:,} records (C = {r['n_cand']}): {r['bytes_over_raw']:.0f} bytes per record "
+                         f"over the raw columns — goal ≤ {GOAL_BYTES} {'met' if met else 'NOT met'}; fit "
+                         f"{r['fit_cpu_s']:.1f} CPU-s, {r['fit_s']:.1f} s wall.")
     errors = [r for r in rows if "error" in r]
     if errors:
-        lines.append(f"{len(errors)} job(s) failed: " + "; ".join(
-            f"{r['kind']} C={r['n_cand']} N={r['n_records']}: {r['error']}" for r in errors))
-    lines += ["", "Plot: `scaling.png` (fit time and peak memory against N and against C)."]
+        lines.append(f"{len(errors)} job(s) failed: " + "; ".join(f"C={r['n_cand']} N={r['n_records']}: {r['error']}"
+                                                               for r in errors))
     return "\n".join(lines) + "\n"
-
-
-def plot(rows, path: Path, base_c: int, sweep_records: int) -> Path | None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    ok = [r for r in rows if "error" not in r]
-    if not ok:
-        return None
-    fig, axes = plt.subplots(2, 2, figsize=(10, 7.5))
-    for col, (xkey, label, sel) in enumerate((
-            ("n_records", "records N", lambda r: r["n_cand"] == base_c),
-            ("n_cand", "candidates C", lambda r: r["n_records"] == sweep_records))):
-        for kind, style, color, name in (("oscar", "o-", "C0", "oscar_jax (compiled)"),
-                                         ("scipy", "s--", "C2", "scipy L-BFGS-B")):
-            pts = sorted(((r[xkey], r) for r in ok if r["kind"] == kind and sel(r)), key=lambda p: p[0])
-            if not pts:
-                continue
-            xs = [p[0] for p in pts]
-            axes[0, col].plot(xs, [p[1]["fit_s"] for p in pts], style, color=color, label=name)
-            axes[1, col].plot(xs, [p[1]["peak_mb"] for p in pts], style, color=color, label=name)
-            if kind == "oscar":
-                axes[0, col].plot(xs, [p[1]["compile_s"] + p[1]["first_run_s"] for p in pts], "o:", color="C1",
-                                  label="oscar_jax incl. compilation")
-        for row in (0, 1):
-            ax = axes[row, col]
-            ax.set_xscale("log")
-            ax.set_yscale("log")
-            ax.set_xlabel(label)
-            ax.grid(True, which="both", alpha=0.3)
-            ax.legend(fontsize=8)
-        axes[0, col].set_ylabel("fit time (s)")
-        axes[1, col].set_ylabel("peak RSS (MB)")
-    axes[0, 0].set_title(f"C = {base_c} candidates")
-    axes[0, 1].set_title(f"N = {sweep_records:,} records")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
 
 
 def machine_line() -> str:
@@ -370,66 +343,58 @@ def _ints(text: str):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--worker", help=argparse.SUPPRESS)
-    parser.add_argument("--records", type=_ints, default=None, help="comma-separated N (default 1e3 … 1e6)")
-    parser.add_argument("--candidates", type=_ints, default=None, help="comma-separated C for the candidate sweep")
+    parser.add_argument("--records", type=_ints, default=None, help="comma-separated N (default 1e4,1e5,1e6)")
+    parser.add_argument("--candidates", type=_ints, default=None,
+                        help="C for extra rows at --sweep-records (default 10,200; '' for none)")
     parser.add_argument("--base-candidates", type=int, default=50)
     parser.add_argument("--judges", type=int, default=20)
-    parser.add_argument("--sweep-records", type=int, default=100_000, help="N of the candidate sweep")
-    parser.add_argument("--scipy-max", type=int, default=100_000, help="run the scipy baseline up to this N")
-    parser.add_argument("--api-max", type=int, default=0,
-                        help="also time oj.fit on a DataFrame (design building included) up to this N")
+    parser.add_argument("--sweep-records", type=int, default=100_000)
+    parser.add_argument("--memory", type=_ints, default=None, help="N of the memory rows (default 1e7; '' for none)")
+    parser.add_argument("--memory-candidates", type=int, default=100)
+    parser.add_argument("--trust-max", type=int, default=1_000_000, help="run trust-exact up to this N")
     parser.add_argument("--model", default="oscar")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--repeats", type=int, default=None, help="timed fits per size (default 5, 2 at N ≥ 3e5)")
+    parser.add_argument("--repeats", type=int, default=None, help="interleaved rounds (default 5, 3 at N ≥ 1e6)")
     parser.add_argument("--timeout", type=float, default=1800.0, help="per-size subprocess limit (s)")
     parser.add_argument("--quick", action="store_true", help="tiny sizes (smoke test)")
     parser.add_argument("--out-dir", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
     if args.worker:
-        print("WORKER " + json.dumps(worker(args.worker)), flush=True)
+        print("WORKER " + json.dumps(worker(json.loads(args.worker))), flush=True)
         return 0
-
     if args.quick:
         records = args.records or QUICK_RECORDS
-        cands = args.candidates if args.candidates is not None else QUICK_CANDIDATES
+        cands = args.candidates if args.candidates is not None else ()
+        memory = args.memory if args.memory is not None else ()
         args.base_candidates, args.judges = min(args.base_candidates, 8), min(args.judges, 4)
-        args.sweep_records = min(args.sweep_records, records[0])
-        args.scipy_max = min(args.scipy_max, records[0])
+        args.repeats = args.repeats or 1
     else:
         records = args.records or DEFAULT_RECORDS
         cands = args.candidates if args.candidates is not None else DEFAULT_CANDIDATES
+        memory = args.memory if args.memory is not None else (10_000_000,)
     machine = machine_line()
-    jobs = [(args.base_candidates, n) for n in records]
-    jobs += [(c, args.sweep_records) for c in cands if (c, args.sweep_records) not in jobs]
+    jobs = [dict(n_cand=args.base_candidates, n_records=n) for n in records]
+    jobs += [dict(n_cand=c, n_records=args.sweep_records) for c in cands if c != args.base_candidates]
+    jobs += [dict(n_cand=args.memory_candidates, n_records=n, memory_only=True) for n in memory]
     rows = []
-    for c, n in jobs:
-        n = (n // args.judges) * args.judges  # whole prompts: N = K · G
-        reps = args.repeats or (2 if n >= 300_000 else 5)
-        common = dict(n_cand=c, n_judge=args.judges, n_records=n, model=args.model, seed=args.seed)
+    for job in jobs:
+        n = (job["n_records"] // args.judges) * args.judges  # whole prompts: N = K · G
+        reps = args.repeats or (3 if n >= 1_000_000 else 5)
+        job.update(n_records=n, n_judge=args.judges, model=args.model, seed=args.seed, repeats=reps,
+                   trust_max=args.trust_max)
         t0 = time.perf_counter()
-        res = run_job({**common, "kind": "oscar", "repeats": reps}, args.timeout)
+        res = run_job(job, args.timeout)
         rows.append(res)
-        msg = res.get("error") or (f"fit {res['fit_s']:.3f} s, compile {res['compile_s']:.1f} s, "
-                                   f"peak {res['peak_mb']:.0f} MB")
-        print(f"[scaling] oscar C={c} N={n:,}: {msg} ({time.perf_counter() - t0:.0f} s)", flush=True)
-        if n <= args.api_max:
-            res = run_job({**common, "kind": "api", "repeats": min(reps, 3)}, args.timeout)
-            rows.append(res)
-            msg = res.get("error") or f"oj.fit {res['fit_s']:.2f} s (prepare {res['prepare_s']:.2f} s)"
-            print(f"[scaling] api C={c} N={n:,}: {msg}", flush=True)
-        if n <= args.scipy_max:
-            res = run_job({**common, "kind": "scipy"}, args.timeout)
-            rows.append(res)
-            msg = res.get("error") or f"{res['fit_s']:.2f} s"
-            print(f"[scaling] scipy C={c} N={n:,}: {msg}", flush=True)
-
+        msg = res.get("error") or (f"ours {1e3 * res['fit_cpu_s']:.1f} CPU-ms, peak {res['peak_run_mb']:.0f} MB"
+                                   + (f", L-BFGS-B {1e3 * res['lbfgsb']['cpu_s']:.1f} CPU-ms" if "lbfgsb" in res
+                                      else ""))
+        print(f"[scaling] C={job['n_cand']} N={n:,}: {msg} ({time.perf_counter() - t0:.0f} s)", flush=True)
+    text = markdown(rows, args, machine)
     args.out_dir.mkdir(parents=True, exist_ok=True)
     import pandas as pd
 
-    pd.DataFrame(rows).to_csv(args.out_dir / "scaling.csv", index=False)
-    text = markdown(rows, args, machine)
+    pd.json_normalize(rows).to_csv(args.out_dir / "scaling.csv", index=False)
     (args.out_dir / "scaling.md").write_text(text, encoding="utf-8")
-    plot(rows, args.out_dir / "scaling.png", args.base_candidates, (args.sweep_records // args.judges) * args.judges)
     print(text)
     return {"rows": rows, "text": text}
 
