@@ -19,8 +19,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..model.design import DesignArrays
-from ..model.likelihood import (column_derivatives, expected_stats, group_derivatives, group_eta, local_expected_stats,
-                                local_index, local_loss, local_prob, record_covariates, record_moments, upper_pairs)
+from ..model.likelihood import (column_derivatives, expected_stats, group_derivatives, group_eta, group_r,
+                                local_expected_stats, local_index, local_loss, local_prob, moment_pairs,
+                                record_covariates, record_moments, upper_pairs)
 from ..model.params import Layout
 
 __all__ = [
@@ -28,6 +29,8 @@ __all__ = [
     "cluster_scores",
     "cluster_scores_phi",
     "expected_information",
+    "grouped_max_along",
+    "grouped_weighted_sums",
     "information_from_moments",
     "loss_value",
     "value_grad_hess",
@@ -194,14 +197,16 @@ def _group_params(theta, rows: CellRows, layout):
     return [phi[ga], phi[gb]] + [phi[judge[:, j]][gk] for j in range(judge.shape[1])]
 
 
-def _group_moments(P, Zc, arrays, rows: CellRows, layout, with_hess, expected, low):
+def _group_moments(P, Zc, arrays, rows: CellRows, layout, with_hess, expected, low, record=None):
     """(Σψ over all cells, each group's sums of :func:`~oscar_jax.model.likelihood.record_moments`).
 
     One pass over the cells, CHUNK at a time: each cell's η from its group's η_0 and slopes
     (:func:`~oscar_jax.model.likelihood.group_eta`), ψ's derivatives and the moments, added
     into per-group sums carried by a ``lax.scan`` (in place; no per-chunk tables). ``low``:
     the per-cell arithmetic in float32, the sums in float64 — for the solver's early
-    iterations only.
+    iterations only. ``record(η, τ, stats rows, zv)`` replaces
+    :func:`~oscar_jax.model.likelihood.record_moments` (a scalar per cell, summed over all
+    cells, and the rows summed by group).
     """
     davidson = layout.structure.davidson
     cg = arrays.cell_group
@@ -223,7 +228,10 @@ def _group_moments(P, Zc, arrays, rows: CellRows, layout, with_hess, expected, l
         tau = tau_g[g] if davidson else None
         if expected:
             S = expected_stats(eta, tau, S, davidson)
-        value, mom = record_moments(eta, tau, S, zv, davidson, with_hess)
+        if record is None:
+            value, mom = record_moments(eta, tau, S, zv, davidson, with_hess)
+        else:
+            value, mom = record(eta, tau, S, zv)
         return g, jnp.sum(value.astype(acc_dt)), [r.astype(acc_dt) for r in mom]
 
     def add(acc, lo, size):
@@ -350,3 +358,60 @@ def cluster_scores(theta, arrays: DesignArrays, layout: Layout, n_clusters: int,
     sign does not matter.) ``omega`` (G,) reweights clusters (bootstrap, folds).
     """
     return cluster_scores_phi(theta, arrays, layout, n_clusters, omega) @ jnp.asarray(layout.jacobian)
+
+
+def grouped_weighted_sums(theta, arrays: DesignArrays, stats, layout: Layout, per_cell):
+    """(Σ_c s_c, Σ_c m_c r_c r_cᵀ, Σ_c d_c r_c) in θ over a grouped design's cells, r_c = ∂η_c/∂θ.
+
+    ``per_cell(η, stats rows) → (s, m, d)`` gives each cell's weights: one chunked pass
+    forms the per-group moments Σ m z̃z̃ᵀ and Σ d z̃, then the chain rule runs per group
+    (:func:`~oscar_jax.model.likelihood.group_derivatives`); no (N × dim θ) matrix. For the
+    separation certificate of :mod:`~oscar_jax.infer.identification` (fractional ties).
+    """
+    rows = cell_rows(arrays, stats)
+    P, Zc = _group_params(theta, rows, layout), list(rows.group_z)
+    q = 1 + len(record_covariates(arrays.z.shape[1]))
+
+    def record(eta, tau, S, zv):
+        s_, m, d = per_cell(eta, S)
+        zt = [jnp.ones_like(eta)] + list(zv)
+        return s_, [d * zt[a] for a in range(q)] + [m * zt[a] * zt[b] for a, b in moment_pairs(q)]
+
+    value, mom = _group_moments(P, Zc, arrays, rows, layout, True, False, False, record=record)
+    abk = rows.group_abk
+    zero = [jnp.zeros_like(x) for x in mom[:q]]
+    grads, hc = group_derivatives(P, Zc, zero + list(mom[q:]), layout)
+    gram = _theta_space(_sum_tables(value, grads, hc, *abk, layout, True, False), layout)[2]
+    grads, _ = group_derivatives(P, Zc, mom[:q], layout, with_hess=False)
+    vec = _theta_space(_sum_tables(value, grads, None, *abk, layout, False, False), layout, with_hess=False)[1]
+    return value, gram, vec
+
+
+def grouped_max_along(theta, direction, arrays: DesignArrays, stats, layout: Layout):
+    """max over a grouped design's cells with weight of |x_c · direction|, x_c = ∂η_c/∂θ.
+
+    x_c · δ is affine in the record covariates: per group u_a = A_a · δ_ρ (δ in the reduced
+    slots, :func:`~oscar_jax.model.likelihood.group_r`), then one chunked pass over the cells.
+    """
+    rows = cell_rows(arrays, stats)
+    P, Zc = _group_params(theta, rows, layout), list(rows.group_z)
+    D = _group_params(direction, rows, layout)  # φ = Jδ at each group's local slots
+    d_red = [D[0] - D[1]] + list(D[2:])
+    u = [sum(a_i * d_i for a_i, d_i in zip(A, d_red)) for A in group_r(P, Zc, layout)]
+    cg, n = arrays.cell_group, arrays.cell_group.shape[0]
+
+    def biggest(lo, size):
+        take = lambda x: jax.lax.dynamic_slice_in_dim(x, lo, size)  # noqa: E731
+        g = take(cg)
+        t = u[0][g]
+        for j, x in enumerate(rows.zv):
+            t = t + u[j + 1][g] * take(x)
+        return jnp.max(jnp.where(take(rows.stats[0]) > 0, jnp.abs(t), 0.0), initial=0.0)
+
+    n_full, rest = divmod(n, CHUNK)
+    out = jnp.zeros((), theta.dtype)
+    if n_full:
+        out = jax.lax.scan(lambda m, i: (jnp.maximum(m, biggest(i * CHUNK, CHUNK)), None), out, jnp.arange(n_full))[0]
+    if rest:
+        out = jnp.maximum(out, biggest(n_full * CHUNK, rest))
+    return out

@@ -49,7 +49,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import jax.numpy as jnp
 import numpy as np
+
+from ..runtime.program_cache import persistent_jit
+from .derivatives import grouped_max_along, grouped_weighted_sums
 
 __all__ = ["CONTRACTION_MIN", "INTERVAL_FLAGS", "Identification", "MIN_VOTES", "RECORDS_PER_COEF", "identify",
            "interval_status"]
@@ -113,12 +117,16 @@ def zero_variance_message(names) -> str:
 
 def _linear_rows(design, layout, theta, mask):
     """Cell statistics and the linearised covariate rows x_c = ∂η_c/∂φ as a sparse matrix."""
+    arr = design.arrays
+    eta, x_phi = _rows_at(layout, theta, arr.a, arr.b, arr.k, np.asarray(arr.z, dtype=float))
+    return np.asarray(arr.stats, dtype=float), eta, x_phi
+
+
+def _rows_at(layout, theta, a, b, k, z):
+    """(η, x = ∂η/∂φ as a sparse (n × n_phi) matrix) of rows (a, b, k) with covariates z (n, 2+U)."""
     from scipy.sparse import csr_matrix
 
-    arr = design.arrays
-    a, b, k = (np.asarray(x, dtype=np.int64) for x in (arr.a, arr.b, arr.k))
-    z = np.asarray(arr.z, dtype=float)
-    stats = np.asarray(arr.stats, dtype=float)
+    a, b, k = (np.asarray(x, dtype=np.int64) for x in (a, b, k))
     phi = layout.jacobian @ theta
     pb = layout.phi_blocks
     s = phi[pb["s"]]
@@ -132,7 +140,7 @@ def _linear_rows(design, layout, theta, mask):
     def add(col, val):
         rows.append(idx)
         cols.append(np.asarray(col, dtype=np.int64))
-        vals.append(np.asarray(val, dtype=float))
+        vals.append(np.broadcast_to(np.asarray(val, dtype=float), (n,)))
 
     add(a, g)
     add(b, -g)
@@ -152,7 +160,80 @@ def _linear_rows(design, layout, theta, mask):
         eta = eta + phi[pb[t].start + k] * cov
     x_phi = csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
                        shape=(n, layout.n_phi))
-    return stats, eta, x_phi
+    return eta, x_phi
+
+
+def _stiemke_cells(eta, S):
+    """Per cell: (observed wins whose multiplier is not positive, α + β, α − β) at η̂, with
+    α = wy(1 − p), β = (w − wy)p (the module docstring); cells without weight count 0."""
+    from ..model.links import sigmoid
+
+    w, wy = S[0], S[1]
+    live = w > 0
+    p = sigmoid(eta)
+    alpha = wy * (1.0 - p)
+    beta = (w - wy) * p
+    bad = live & (((wy > 0) & ~(alpha > 0)) | (((w - wy) > 0) & ~(beta > 0)))
+    return bad.astype(eta.dtype), jnp.where(live, alpha + beta, 0.0), jnp.where(live, alpha - beta, 0.0)
+
+
+def _certificate_sums(theta, arrays, *, layout):
+    return grouped_weighted_sums(theta, arrays, arrays.stats, layout, _stiemke_cells)
+
+
+def _max_along(theta, direction, arrays, *, layout):
+    return grouped_max_along(theta, direction, arrays, arrays.stats, layout)
+
+
+# Compiled once per design shape (grouped designs only: large data, where the host
+# version's (N × dim θ) matrix cost seconds and gigabytes).
+_certificate_sums_jit = persistent_jit(_certificate_sums, static_argnames=("layout",))
+_max_along_jit = persistent_jit(_max_along, static_argnames=("layout",))
+
+
+def _grouped_certificate(design, layout, theta, free) -> bool:
+    """:func:`_certificate` of a grouped design: the same test, with the Gram matrix and the
+    right-hand side summed through per-group moments (``grouped_weighted_sums``) and
+    max |t_c| by one pass over the cells: no (N × dim θ) matrix."""
+    arrays = design.arrays
+    bad, gram, vec = (np.asarray(x) for x in _certificate_sums_jit(theta, arrays, layout=layout))
+    if bad > 0:  # some observed win without a strictly positive multiplier
+        return False
+    zeta = _solve_checked(gram[np.ix_(free, free)], -vec[free])
+    if zeta is None:
+        return False
+    direction = np.zeros(layout.n_theta)
+    direction[free] = zeta
+    return bool(float(_max_along_jit(theta, direction, arrays, layout=layout)) < 0.99)
+
+
+class _Grouped:
+    """A grouped design's cells as (group, record covariates): x_c = X_0[g] + Σ_j X_j[g] z_c,j
+    (x = ∂η/∂φ is affine in the record covariates), for the LP's sufficient summary."""
+
+    def __init__(self, design, layout, theta):
+        from ..model.likelihood import record_covariates
+
+        arr = design.arrays
+        self.stats = np.asarray(arr.stats, dtype=float)
+        self.group = np.asarray(arr.cell_group, dtype=np.int64)
+        gc = np.asarray(arr.group_cell, dtype=np.int64)
+        self.n_groups = len(gc)
+        z = np.asarray(arr.z, dtype=float)
+        cols = list(record_covariates(z.shape[1]))
+        self.zv = z[:, cols]
+        zc = z[gc].copy()
+        zc[:, cols] = 0.0
+        ga, gb, gk = (np.asarray(x)[gc] for x in (arr.a, arr.b, arr.k))
+        _, x0 = _rows_at(layout, theta, ga, gb, gk, zc)
+        self.X = [x0]
+        for col in cols:
+            zj = zc.copy()
+            zj[:, col] = 1.0
+            self.X.append((_rows_at(layout, theta, ga, gb, gk, zj)[1] - x0).tocsr())
+
+    def ztilde(self, j, cells):
+        return np.ones(int(np.sum(cells))) if j == 0 else self.zv[cells, j - 1]
 
 
 def _free_phi(layout, mask):
@@ -168,6 +249,17 @@ def _free_phi(layout, mask):
             continue
         free.extend(int(r) for r in rows)
     return np.asarray(sorted(set(free)), dtype=np.int64)
+
+
+def _solve_checked(gram, rhs):
+    """ζ with gram ζ = rhs, or None when the system is singular or the solve inaccurate."""
+    try:
+        zeta = np.linalg.solve(gram, rhs)
+    except np.linalg.LinAlgError:
+        return None
+    if not np.all(np.isfinite(zeta)) or np.linalg.norm(gram @ zeta - rhs) > 1e-8 * max(np.linalg.norm(rhs), 1e-12):
+        return None
+    return zeta
 
 
 def _certificate(stats, eta, x_theta, theta_free, ridge) -> bool:
@@ -187,29 +279,71 @@ def _certificate(stats, eta, x_theta, theta_free, ridge) -> bool:
     x = x_theta[live]
     rhs = -(x.T @ (alpha - beta)[live])  # = −λθ̂ at a stationary point
     gram = (x * m[:, None]).T @ x
-    try:
-        zeta = np.linalg.solve(gram, rhs)
-    except np.linalg.LinAlgError:
-        return False
-    if not np.all(np.isfinite(zeta)) or np.linalg.norm(gram @ zeta - rhs) > 1e-8 * max(np.linalg.norm(rhs), 1e-12):
+    zeta = _solve_checked(gram, rhs)
+    if zeta is None:
         return False
     t = x @ zeta
     # α' = α + tα, β' = β − tβ·(−1): each cell's pair shifts by the same t (|t| < 1 keeps both > 0).
     return bool(np.max(np.abs(t), initial=0.0) < 0.99)
 
 
+def _sides(stats):
+    """(cells with a slot-A win, cells with a slot-B win) among cells with weight (ties: both)."""
+    w, wy = stats[:, 0], stats[:, 1]
+    scale = np.maximum(w, 1e-300)
+    return (wy / scale > 1e-12) & (w > 0), ((w - wy) / scale > 1e-12) & (w > 0)
+
+
 def _lp_direction(stats, x_phi, free_phi, n_cand):
     """Konis' LP in φ (scores sum to zero). Returns the recession direction over free_phi or None."""
+    plus, minus = _sides(stats)
+    x = x_phi[:, free_phi].tocsr()
+    objective = np.asarray(x[plus].sum(axis=0)).ravel() - np.asarray(x[minus].sum(axis=0)).ravel()
+    return _lp_solve(x[plus], x[minus], objective, free_phi, n_cand)
+
+
+def _grouped_lp_direction(grouped: _Grouped, free_phi, n_cand):
+    """:func:`_lp_direction` of a grouped design, on a sufficient summary of its cells.
+
+    A cell's constraint x_cᵀδ ≥ 0 (or ≤ 0) is affine in its record covariate, so with one
+    record covariate the constraints of a group's cells on one side hold exactly when they
+    hold at that side's smallest and largest covariate: at most four rows per group instead
+    of one per cell (the same feasible set); the objective sums x_c over the cells, by
+    group. With several record covariates the cells' own rows are used.
+    """
+    import pandas as pd
+    from scipy.sparse import vstack
+
+    plus, minus = _sides(grouped.stats)
+    X = [x[:, free_phi].tocsr() for x in grouped.X]
+
+    def side(cells):
+        g = grouped.group[cells]
+        objective = sum(X[j].T @ np.bincount(g, grouped.ztilde(j, cells), grouped.n_groups) for j in range(len(X)))
+        if len(X) > 2:  # the cells' own rows: x_c = X_0[g] + Σ_j X_j[g] z_c,j
+            rows = X[0][g]
+            for j in range(1, len(X)):
+                rows = rows + X[j][g].multiply(grouped.zv[cells, j - 1][:, None])
+            return rows.tocsr(), np.asarray(objective).ravel()
+        if len(X) == 1:
+            return X[0][np.unique(g)], np.asarray(objective).ravel()
+        ext = pd.DataFrame({"g": g, "z": grouped.zv[cells, 0]}).groupby("g")["z"].agg(["min", "max"])
+        gi = ext.index.to_numpy()
+        rows = [X[0][gi] + X[1][gi].multiply(ext[col].to_numpy()[:, None]) for col in ("min", "max")]
+        return vstack(rows).tocsr(), np.asarray(objective).ravel()
+
+    rows_plus, obj_plus = side(plus)
+    rows_minus, obj_minus = side(minus)
+    return _lp_solve(rows_plus, rows_minus, obj_plus - obj_minus, free_phi, n_cand)
+
+
+def _lp_solve(rows_plus, rows_minus, objective, free_phi, n_cand):
+    """max objective·δ s.t. rows_plus δ ≥ 0, rows_minus δ ≤ 0, |δ| ≤ 1, Σ δ_s = 0 (HiGHS)."""
     from scipy.optimize import linprog  # imported only when the certificate fails
     from scipy.sparse import csr_matrix, vstack
 
-    w, wy = stats[:, 0], stats[:, 1]
-    scale = np.maximum(w, 1e-300)
-    plus = (wy / scale > 1e-12) & (w > 0)
-    minus = ((w - wy) / scale > 1e-12) & (w > 0)
-    x = x_phi[:, free_phi].tocsr()
-    a_ub = vstack([-x[plus], x[minus]]).tocsr()
-    c = -(np.asarray(x[plus].sum(axis=0)).ravel() - np.asarray(x[minus].sum(axis=0)).ravel())
+    a_ub = vstack([-rows_plus, rows_minus]).tocsr()
+    c = -objective
     is_s = free_phi < n_cand
     a_eq = csr_matrix(is_s.astype(float)[None, :])
     res = linprog(c, A_ub=a_ub, b_ub=np.zeros(a_ub.shape[0]), A_eq=a_eq, b_eq=[0.0],
@@ -247,19 +381,25 @@ def identify(result) -> Identification:
     n_c, n_k = design.n_cand, design.n_judge
     cand, judges = design.candidates, design.judges
 
-    stats, eta, x_phi = _linear_rows(design, layout, theta, mask)
     free_theta = np.flatnonzero(mask > 0)
     separated = False
     method = "certificate"
     delta_phi = np.zeros(layout.n_phi)
     proved = False
+    grouped = design.arrays.group_cell is not None
+    if not grouped:
+        stats, eta, x_phi = _linear_rows(design, layout, theta, mask)
     if not layout.structure.davidson:
-        x_theta = np.asarray((x_phi @ layout.jacobian))[:, free_theta]
-        proved = _certificate(stats, eta, x_theta, theta[free_theta], ridge)
+        if grouped:
+            proved = _grouped_certificate(design, layout, theta, free_theta)
+        else:
+            x_theta = np.asarray((x_phi @ layout.jacobian))[:, free_theta]
+            proved = _certificate(stats, eta, x_theta, theta[free_theta], ridge)
     if not proved:
         method = "lp"
         free_phi = _free_phi(layout, mask)
-        delta = _lp_direction(stats, x_phi, free_phi, n_c)
+        delta = (_grouped_lp_direction(_Grouped(design, layout, theta), free_phi, n_c) if grouped
+                 else _lp_direction(stats, x_phi, free_phi, n_c))
         if delta is not None:
             separated = True
             delta_phi[free_phi] = delta

@@ -31,6 +31,7 @@ __all__ = [
     "expected_stats",
     "group_derivatives",
     "group_eta",
+    "group_r",
     "moment_pairs",
     "psi_terms",
     "record_covariates",
@@ -354,6 +355,25 @@ def record_moments(eta, tau, stats, zv, davidson: bool, with_hess: bool = True):
     return t.value, rows
 
 
+def _grad_eta(rho, z, layout: Layout):
+    """r = ∂η/∂ρ in the reduced slots ρ = (d, judge slots), rows (one reverse pass)."""
+    return jax.grad(lambda r: jnp.sum(local_eta([r[0], jnp.zeros_like(r[0])] + list(r[1:]), z, layout)))(rho)
+
+
+def _affine(fn, Zc):
+    """Coefficients on z̃ = (1, record covariates) of a function of z that is affine in the
+    record covariates: its value at the group's Zc, then its slope along each."""
+    return [fn(Zc)] + [_along(fn, Zc, col) for col in record_covariates(len(Zc))]
+
+
+def group_r(P, Zc, layout: Layout):
+    """r = ∂η/∂ρ of a record of each group, as coefficients A_a on z̃ (q lists of m rows):
+    r = Σ_a A_a z̃_a, with ρ = (s_a − s_b, judge slots) the reduced slots."""
+    Zc = [Zc[i] for i in range(len(Zc))]
+    R = [P[0] - P[1]] + [P[i] for i in range(2, len(P))]
+    return _affine(lambda z: _grad_eta(R, z, layout), Zc)
+
+
 def group_derivatives(P, Zc, moments, layout: Layout, with_hess: bool = True):
     """(∇ℓ, ∇²ℓ) summed over each group's records, from their :func:`record_moments` sums.
 
@@ -384,14 +404,7 @@ def group_derivatives(P, Zc, moments, layout: Layout, with_hess: bool = True):
         if with_hess:
             X, U = mom[pos + 1:pos + 1 + q], mom[pos + 1 + q]
 
-    def grad_eta(rho, z):
-        return jax.grad(lambda r: jnp.sum(local_eta([r[0], jnp.zeros_like(r[0])] + list(r[1:]), z, layout)))(rho)
-
-    def affine(fn):
-        """Coefficients (on z̃) of a function of z that is affine in the record covariates."""
-        return [fn(Zc)] + [_along(fn, Zc, col) for col in cols]
-
-    A = affine(lambda z: grad_eta(R, z))                 # q × m rows
+    A = group_r(P, Zc, layout)                           # q × m rows
     grad_r = [sum(A[a][i] * G[a] for a in range(q)) for i in range(m)]
     if davidson:
         grad_r[m - 1] = grad_r[m - 1] + T
@@ -401,7 +414,7 @@ def group_derivatives(P, Zc, moments, layout: Layout, with_hess: bool = True):
     AM = [[sum(A[a][i] * M[a, b] for a in range(q)) for i in range(m)] for b in range(q)]
     if learn_gamma:
         one = jnp.ones_like(R[1])
-        C = affine(lambda z: jax.jvp(lambda v: grad_eta(R[:1] + [v] + R[2:], z), (R[1],), (one,))[1])
+        C = _affine(lambda z: jax.jvp(lambda v: _grad_eta(R[:1] + [v] + R[2:], z, layout), (R[1],), (one,))[1], Zc)
         g_c = [sum(C[a][j] * G[a] for a in range(q)) for j in range(m)]
     if davidson:
         x_r = [sum(A[a][i] * X[a] for a in range(q)) for i in range(m)]
