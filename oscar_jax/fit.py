@@ -17,6 +17,7 @@ import jax
 import numpy as np
 
 from .infer.fit_core import fit_core_seeded_jit
+from .infer.plain_bt import bt_fit_core
 from .model.problem import Problem, as_design, prepare
 from .results.fit import FitResult, prepare_report_programs
 from .model.spec import ModelSpec
@@ -147,20 +148,37 @@ def fit_problem(problem: Problem, *, starts: int | None = None, seed: int = 0, c
     ``stacklevel`` places the warnings (2: the caller of this function).
     """
     ci_prob = check_ci_prob(ci_prob)
-    adaptive = starts is None and problem.design.arrays.group_cell is not None
+    design, eff, layout = problem.design, problem.effective_spec, problem.layout
+    host_bt = starts is None and _plain_bt(eff)
+    adaptive = starts is None and design.arrays.group_cell is not None
     starts = 2 if starts is None else check_positive_int("starts", starts)
     max_iter = check_positive_int("max_iter", max_iter)
-    design, eff, layout = problem.design, problem.effective_spec, problem.layout
+    if host_bt:
+        # Plain BT: a strictly convex (C−1)-dimensional problem on the pair table, which host
+        # numpy solves faster than a compiled program is dispatched (infer/plain_bt.py).
+        core = bt_fit_core(design.arrays, layout, eff.ridge, design.n_clusters, max_iter=max_iter)
+        return _result(problem, core, ci_prob, warn, stacklevel)
     omega = _unit_weights(design.n_clusters)
     args = (design.arrays, omega, np.int64(seed))
-    kw = dict(n_starts=starts, adaptive=adaptive, layout=layout, n_clusters=design.n_clusters, ridge=eff.ridge, v_bound=eff.v_bound,
-              max_iter=max_iter, stats=design.arrays.stats)
+    kw = dict(n_starts=starts, adaptive=adaptive, layout=layout, n_clusters=design.n_clusters, ridge=eff.ridge,
+              v_bound=eff.v_bound, max_iter=max_iter, stats=design.arrays.stats)
     # Inside compile_ahead (the CLI): trace the fit first, then hand what will report on it
     # to the worker thread, whose tracing then runs while this thread compiles the fit.
     fit_core_seeded_jit.preload(*args, **kw)
     prepare_report_programs(design, layout, eff.ridge)
     core = fit_core_seeded_jit(*args, **kw)
     core = type(core)(*jax.device_get(tuple(core)))
+    return _result(problem, core, ci_prob, warn, stacklevel)
+
+
+def _plain_bt(spec: ModelSpec) -> bool:
+    """Plain BT: γ ≡ 1, no bias terms, fractional ties (fitted on the host at the default starts)."""
+    st = spec.structure()
+    return not st.terms and not st.learn_gamma and not st.davidson
+
+
+def _result(problem: Problem, core, ci_prob, warn, stacklevel) -> FitResult:
+    design, eff, layout = problem.design, problem.effective_spec, problem.layout
     notes = problem.notes
     if not bool(core.curvature_ok):
         notes += ("covariances not computed: the penalized Hessian failed the B.3 curvature check",)

@@ -34,7 +34,8 @@ pytest.importorskip("evalica")
 def test_bench_bt_quick(tmp_path):
     out = bench_bt.main(["--quick", "--repeats", "1", "--out", str(tmp_path / "bt.md")])
     text = (tmp_path / "bt.md").read_text(encoding="utf-8")
-    assert "evalica" in text and "fast path" in text
+    assert "evalica" in text and "plain BT core" in text and "Head to head" in text
+    assert {"ours core", "ours public", "evalica core", "evalica public"} <= set(out["duels"])
     rows = [r for r in out["rows"] if "s" in r]
     assert len(rows) >= 4
     # Every method minimises the same objective: their optima agree to the solvers' tolerances.
