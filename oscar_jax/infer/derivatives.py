@@ -163,33 +163,30 @@ def _chunked_tables(theta, arrays, stats, layout, with_hess=True, expected=False
     return jax.lax.scan(body, zero, xs)[0]
 
 
-class CellRows(NamedTuple):
-    """A grouped design's inputs as contiguous rows, read once per fit (outside the solver's
-    loop): per cell the record covariates (``record_covariates``) and the statistics
-    (w, wy, wt); per group its (a, b, k) and covariates Zc (record covariates at 0).
-    Reading columns out of the record-major (C_, m) arrays inside the pass cost as much
-    as its arithmetic, and the group gathers a tenth of an evaluation."""
+class GroupedCells(NamedTuple):
+    """A grouped design's cells (their covariates z and statistics, record-major as in the
+    design) and its groups' (a, b, k) and covariates Zc (record covariates at 0), the
+    group-level part read once per fit, outside the solver's loop."""
 
-    zv: tuple
-    stats: tuple
+    z: jax.Array
+    stats: jax.Array
     group_abk: tuple
     group_z: tuple
 
 
-def cell_rows(arrays: DesignArrays, stats):
-    """``stats`` as :class:`CellRows` for a grouped design; unchanged otherwise (or when it
-    already is)."""
-    if arrays.group_cell is None or isinstance(stats, CellRows):
+def grouped_cells(arrays: DesignArrays, stats):
+    """``stats`` as :class:`GroupedCells` for a grouped design; unchanged otherwise (or when
+    it already is)."""
+    if arrays.group_cell is None or isinstance(stats, GroupedCells):
         return stats
     cols = record_covariates(arrays.z.shape[1])
     gc = arrays.group_cell
     zc = arrays.z[gc]
-    return CellRows(zv=tuple(arrays.z[:, j] for j in cols), stats=tuple(stats[:, j] for j in range(stats.shape[1])),
-                    group_abk=(arrays.a[gc], arrays.b[gc], arrays.k[gc]),
-                    group_z=tuple(jnp.zeros_like(zc[:, j]) if j in cols else zc[:, j] for j in range(zc.shape[1])))
+    return GroupedCells(z=arrays.z, stats=stats, group_abk=(arrays.a[gc], arrays.b[gc], arrays.k[gc]),
+                        group_z=tuple(jnp.zeros_like(zc[:, j]) if j in cols else zc[:, j] for j in range(zc.shape[1])))
 
 
-def _group_params(theta, rows: CellRows, layout):
+def _group_params(theta, rows: GroupedCells, layout):
     """Local parameters P of every group, as rows."""
     phi = jnp.asarray(layout.jacobian) @ theta
     judge = np.asarray(layout.judge_slots)
@@ -197,7 +194,7 @@ def _group_params(theta, rows: CellRows, layout):
     return [phi[ga], phi[gb]] + [phi[judge[:, j]][gk] for j in range(judge.shape[1])]
 
 
-def _group_moments(P, Zc, arrays, rows: CellRows, layout, with_hess, expected, low, record=None):
+def _group_moments(P, Zc, arrays, rows: GroupedCells, layout, with_hess, expected, low, record=None):
     """(Σψ over all cells, each group's sums of :func:`~oscar_jax.model.likelihood.record_moments`).
 
     One pass over the cells, CHUNK at a time: each cell's η from its group's η_0 and slopes
@@ -212,7 +209,7 @@ def _group_moments(P, Zc, arrays, rows: CellRows, layout, with_hess, expected, l
     cg = arrays.cell_group
     n_g, n = arrays.group_cell.shape[0], cg.shape[0]
     eta0, slopes = group_eta(P, Zc, layout)
-    acc_dt = rows.stats[0].dtype
+    acc_dt = rows.stats.dtype
     dt = jnp.float32 if low else acc_dt
     eta0, slopes = eta0.astype(dt), [x.astype(dt) for x in slopes]
     tau_g = P[-1].astype(dt) if davidson else None
@@ -220,8 +217,14 @@ def _group_moments(P, Zc, arrays, rows: CellRows, layout, with_hess, expected, l
     def moments(lo, size):
         take = lambda x: jax.lax.dynamic_slice_in_dim(x, lo, size)  # noqa: E731
         g = take(cg)
-        zv = [take(x).astype(dt) for x in rows.zv]
-        S = [take(x).astype(dt) for x in rows.stats]
+        # One transpose of the chunk's record-major block into contiguous rows: a column read
+        # straight out of an (N, m) array in every fusion that uses it cost as much as the
+        # arithmetic, and a copy of the columns for the whole fit 24 bytes a cell (the fit at
+        # 10⁷ cells: 99 against ~123 bytes a cell over the raw columns; the pass ~10-20 %
+        # slower). wt enters only the Davidson loss and the expected statistics.
+        zt, st = jax.lax.optimization_barrier((take(rows.z).T, take(rows.stats).T))
+        zv = [zt[j].astype(dt) for j in record_covariates(zt.shape[0])]
+        S = [st[0].astype(dt), st[1].astype(dt), st[2].astype(dt) if davidson or expected else None]
         eta = eta0[g]
         for x, sl in zip(zv, slopes):
             eta = eta + sl[g] * x
@@ -252,7 +255,7 @@ def _grouped_tables(theta, arrays, stats, layout, with_hess=True, expected=False
     """:func:`_tables` of a grouped design: record moments per group, the chain rule per group.
 
     Also returns the (value, moments) it used; ``moments`` given: no pass over the cells."""
-    rows = cell_rows(arrays, stats)
+    rows = grouped_cells(arrays, stats)
     P, Zc = _group_params(theta, rows, layout), list(rows.group_z)
     if moments is None:
         moments = _group_moments(P, Zc, arrays, rows, layout, with_hess, expected, low)
@@ -368,7 +371,7 @@ def grouped_weighted_sums(theta, arrays: DesignArrays, stats, layout: Layout, pe
     (:func:`~oscar_jax.model.likelihood.group_derivatives`); no (N × dim θ) matrix. For the
     separation certificate of :mod:`~oscar_jax.infer.identification` (fractional ties).
     """
-    rows = cell_rows(arrays, stats)
+    rows = grouped_cells(arrays, stats)
     P, Zc = _group_params(theta, rows, layout), list(rows.group_z)
     q = 1 + len(record_covariates(arrays.z.shape[1]))
 
@@ -393,7 +396,7 @@ def grouped_max_along(theta, direction, arrays: DesignArrays, stats, layout: Lay
     x_c · δ is affine in the record covariates: per group u_a = A_a · δ_ρ (δ in the reduced
     slots, :func:`~oscar_jax.model.likelihood.group_r`), then one chunked pass over the cells.
     """
-    rows = cell_rows(arrays, stats)
+    rows = grouped_cells(arrays, stats)
     P, Zc = _group_params(theta, rows, layout), list(rows.group_z)
     D = _group_params(direction, rows, layout)  # φ = Jδ at each group's local slots
     d_red = [D[0] - D[1]] + list(D[2:])
@@ -404,9 +407,10 @@ def grouped_max_along(theta, direction, arrays: DesignArrays, stats, layout: Lay
         take = lambda x: jax.lax.dynamic_slice_in_dim(x, lo, size)  # noqa: E731
         g = take(cg)
         t = u[0][g]
-        for j, x in enumerate(rows.zv):
-            t = t + u[j + 1][g] * take(x)
-        return jnp.max(jnp.where(take(rows.stats[0]) > 0, jnp.abs(t), 0.0), initial=0.0)
+        z = take(rows.z)
+        for j, col in enumerate(record_covariates(z.shape[1])):
+            t = t + u[j + 1][g] * z[:, col]
+        return jnp.max(jnp.where(take(rows.stats)[:, 0] > 0, jnp.abs(t), 0.0), initial=0.0)
 
     n_full, rest = divmod(n, CHUNK)
     out = jnp.zeros((), theta.dtype)

@@ -13,7 +13,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from .derivatives import (cell_rows, expected_information, information_from_moments, value_grad_hess,
+from .derivatives import (expected_information, grouped_cells, information_from_moments, value_grad_hess,
                           value_grad_hess_moments)
 from ..model.design import DesignArrays, cell_stats_from_cluster_weights
 from ..model.params import Layout
@@ -66,7 +66,7 @@ def penalized_vgh(arrays: DesignArrays, stats, layout: Layout, ridge, low: bool 
     ``low``: the low-precision derivatives of a grouped design (``value_grad_hess``). aux:
     a grouped design's summed moments (the expected information reads the solution's), else ()."""
     eye = jnp.eye(layout.n_theta)
-    stats = cell_rows(arrays, stats)
+    stats = grouped_cells(arrays, stats)
 
     def vgh(theta):
         if arrays.group_cell is None:
@@ -229,11 +229,12 @@ def fit_core(arrays: DesignArrays, omega, theta_starts, *, layout: Layout, n_clu
         stats = cell_stats_from_cluster_weights(arrays, omega, arrays.a.shape[0])
     if mask is None:
         mask = column_mask(arrays, stats, layout)
-    vgh = penalized_vgh(arrays, stats, layout, ridge)
+    cells = grouped_cells(arrays, stats)  # once: both precisions and the information read it
+    vgh = penalized_vgh(arrays, cells, layout, ridge)
     # A grouped design (many records per (a, b, k)) takes its early Newton steps with the
     # per-record arithmetic in float32 (float64 sums) and its last ones in float64, to the
     # same convergence test: the estimate is the float64 one.
-    vgh_low = penalized_vgh(arrays, stats, layout, ridge, low=True) if arrays.group_cell is not None else None
+    vgh_low = penalized_vgh(arrays, cells, layout, ridge, low=True) if arrays.group_cell is not None else None
     is_v = jnp.asarray(layout.v_mask)
     lo = jnp.where(is_v, -v_bound, -jnp.inf)
     hi = jnp.where(is_v, v_bound, jnp.inf)
@@ -279,7 +280,7 @@ def fit_core(arrays: DesignArrays, omega, theta_starts, *, layout: Layout, n_clu
 
     if arrays.group_cell is not None and not layout.structure.davidson:
         # The solution's last evaluation (full precision, at θ̂) already summed the moments.
-        info = information_from_moments(theta, arrays, stats, sol.aux, layout)
+        info = information_from_moments(theta, arrays, cells, sol.aux, layout)
     else:
         info = expected_information(theta, arrays, stats, layout)
     info = info * jnp.outer(mask, mask)

@@ -1,0 +1,187 @@
+"""Issue 37: the grouped derivative pass, its float32 early steps, the adaptive second start,
+identification on a sufficient summary, and plain BT on the pair table.
+
+Each fast path is checked against the path it replaces on the same data: the same sums in
+another order (records of a group first), so they agree to rounding.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pandas as pd
+import pytest
+
+import oscar_jax as oj
+from oscar_jax.infer import derivatives
+from oscar_jax.infer.derivatives import (grouped_cells, expected_information, information_from_moments, value_grad_hess,
+                                         value_grad_hess_moments)
+from oscar_jax.infer.fit_core import penalized_vgh
+from oscar_jax.infer.identification import identify
+from oscar_jax.infer.plain_bt import bt_fit_core
+from oscar_jax.infer.solver import lm_minimize
+from oscar_jax.model.design import GROUP_MIN_CELLS, with_groups
+from oscar_jax.model.problem import prepare
+from oscar_jax.simulate import family_map_of
+
+# Per-group sums reorder the per-record sums of a few thousand terms: agreement to rounding,
+# relative to the largest entry.
+REORDER_RTOL = 1e-12
+# Two converged fits (‖∇‖∞ ≤ 1e-12·N) of one strictly convex-near-optimum problem.
+FIT_ATOL = 1e-10
+DATA = Path(__file__).parent / "data"
+
+
+def _close(x, y, rtol=REORDER_RTOL):
+    x, y = np.asarray(x), np.asarray(y)
+    scale = max(np.max(np.abs(y)), 1e-300)
+    assert np.max(np.abs(x - y)) <= rtol * scale, (np.max(np.abs(x - y)), scale)
+
+
+def _grouped(design):
+    return dataclasses.replace(design, arrays=with_groups(design.arrays, design.n_cand, design.n_judge, force=True))
+
+
+@pytest.fixture(scope="module")
+def design():
+    frame = oj.simulate_frame(seed=3, n_prompts=160)
+    frame.loc[::9, "outcome"] = 0.5  # some ties, so Davidson and fractional differ
+    frame.loc[::9, "tie_kind"] = "tie"
+    frame["brand"] = np.random.default_rng(0).normal(size=len(frame))  # a second record covariate
+    return oj.build_design(frame, reference_judge="judge0", covariates=["brand"], family_map=family_map_of())
+
+
+def test_small_designs_are_not_grouped_unless_forced(design):
+    assert design.n_cells < GROUP_MIN_CELLS and design.arrays.group_cell is None
+    g = _grouped(design).arrays
+    assert g.group_cell is not None and int(g.group_cell.shape[0]) < design.n_cells
+    cells = np.stack([np.asarray(design.arrays.a), np.asarray(design.arrays.b), np.asarray(design.arrays.k)], 1)
+    # every cell's group holds cells of its own (a, b, k)
+    np.testing.assert_array_equal(cells[np.asarray(g.group_cell)][np.asarray(g.cell_group)], cells)
+
+
+@pytest.mark.parametrize("model", ["j", "j+p", "oscar", "oscar+c", "bt+plf", "davidson+plf"])
+@pytest.mark.parametrize("chunk", [None, 256])
+def test_grouped_derivatives_equal_the_per_cell_ones(design, model, chunk, monkeypatch):
+    if chunk:  # several chunks and a shorter last one
+        monkeypatch.setattr(derivatives, "CHUNK", chunk)
+    spec, _ = design.effective_spec(oj.parse_model(model))
+    layout = design.layout(spec)
+    theta = 0.3 * jax.random.normal(jax.random.PRNGKey(1), (layout.n_theta,))
+    plain, grouped = design.arrays, _grouped(design).arrays
+    f0, g0, h0 = jax.jit(lambda t: value_grad_hess(t, plain, plain.stats, layout))(theta)
+    f1, g1, h1, mom = jax.jit(lambda t: value_grad_hess_moments(t, grouped, grouped.stats, layout))(theta)
+    for got, want in ((f1, f0), (g1, g0), (h1, h0)):
+        _close(got, want)
+    info0 = jax.jit(lambda t: expected_information(t, plain, plain.stats, layout))(theta)
+    _close(jax.jit(lambda t: expected_information(t, grouped, grouped.stats, layout))(theta), info0)
+    if not layout.structure.davidson:  # the fit reads the information off the last evaluation's moments
+        _close(jax.jit(lambda t, m: information_from_moments(t, grouped, grouped.stats, m, layout))(theta, mom), info0)
+
+
+def test_low_precision_pass_is_float32_and_close(design):
+    layout = design.layout(oj.parse_model("oscar+c"))
+    g = _grouped(design).arrays
+    rows = grouped_cells(g, g.stats)
+    theta = 0.3 * jax.random.normal(jax.random.PRNGKey(2), (layout.n_theta,))
+    hi = jax.jit(lambda t: value_grad_hess(t, g, rows, layout))(theta)
+    lo = jax.jit(lambda t: value_grad_hess(t, g, rows, layout, low=True))(theta)
+    for a, b in zip(lo, hi):
+        err = float(jnp.max(jnp.abs(a - b)) / jnp.max(jnp.abs(b)))
+        assert 1e-13 < err < 1e-6, err  # float32 arithmetic (not float64), summed in float64
+
+
+@pytest.mark.parametrize("model", ["oscar", "j+p"])
+def test_grouped_fit_equals_per_cell_fit_and_ends_in_float64(design, model):
+    plain = oj.fit(design, model, warn=False)
+    grouped_design = _grouped(design)
+    grouped = oj.fit(grouped_design, model, warn=False)
+    assert grouped.checks()["all_ok"] and plain.checks()["all_ok"]
+    np.testing.assert_allclose(grouped.theta, plain.theta, rtol=0, atol=FIT_ATOL)
+    np.testing.assert_allclose(grouped.core.info, plain.core.info, rtol=1e-9, atol=1e-9)
+    # The same solve with float32 derivatives to the end cannot reach that agreement: the
+    # last steps must be float64 ones (a fit that stayed in float32 fails the line above).
+    problem = prepare(grouped_design, model)
+    layout, arr = problem.layout, grouped_design.arrays
+    vgh_low = penalized_vgh(arr, arr.stats, layout, 0.05, low=True)
+    is_v = jnp.asarray(layout.v_mask)
+    lo, hi = jnp.where(is_v, -15.0, -jnp.inf), jnp.where(is_v, 15.0, jnp.inf)
+    mask = jnp.asarray(plain.core.mask)
+    tol = 1e-12 * float(jnp.sum(arr.stats[:, 0]))
+    only_low = jax.jit(lambda t: lm_minimize(vgh_low, t, lo, hi, mask[None], jnp.asarray([tol])))(jnp.asarray(plain.theta))
+    assert not bool(only_low.converged) or np.max(np.abs(np.asarray(only_low.theta) - plain.theta)) > 1e-9
+
+
+def test_adaptive_second_start_runs_only_when_the_first_does_not_settle(design):
+    grouped = _grouped(design)
+    default = oj.fit(grouped, "oscar", warn=False)
+    two = oj.fit(grouped, "oscar", starts=2, warn=False)
+    assert len(default.checks()["start_objectives"]) == 1 and len(two.checks()["start_objectives"]) == 2
+    assert np.isnan(np.asarray(default.core.start_objectives)[1])
+    np.testing.assert_allclose(default.theta, two.theta, rtol=0, atol=FIT_ATOL)
+    # a first start that cannot converge in 3 evaluations: the second one runs too
+    short = oj.fit(grouped, "oscar", max_iter=3, warn=False)
+    assert np.all(np.isfinite(np.asarray(short.core.start_objectives)))
+    # per-cell designs keep both starts, as before
+    assert len(oj.fit(design, "oscar", warn=False).checks()["start_objectives"]) == 2
+
+
+# ----------------------------------------------------------------------------- identification
+def _eco_cases():
+    eco = pd.read_csv(DATA / "eco_oscar.csv")
+    rng = np.random.default_rng(0)
+    cases = {"well posed": eco}
+    a = eco.copy()
+    a.loc[a.judge == a.judge.unique()[0], "outcome"] = "A"
+    cases["judge always A"] = a
+    a = eco.copy()
+    a.loc[a.candidate_a == "claude-3-haiku", "outcome"] = "A"
+    a.loc[a.candidate_b == "claude-3-haiku", "outcome"] = "B"
+    cases["candidate wins everything"] = a
+    cases["all ties"] = eco.assign(outcome="tie")
+    cases["outcome 0.7"] = eco.assign(outcome=0.7)
+    for name in list(cases):  # with random lengths every record is its own cell: ~20 per group
+        cases[name] = cases[name].assign(len_a=rng.integers(50, 2000, len(eco)), len_b=rng.integers(50, 2000, len(eco)))
+    return cases
+
+
+@pytest.mark.parametrize("case", list(_eco_cases()))
+@pytest.mark.parametrize("model", ["j+p", "oscar"])
+def test_identification_of_a_grouped_design_gives_the_same_verdicts(case, model):
+    result = oj.fit(_eco_cases()[case], model, starts=2, warn=False)
+    grouped = dataclasses.replace(result, design=_grouped(result.design))
+    a, b = identify(result), identify(grouped)
+    assert (a.separated, a.method) == (b.separated, b.method)
+    assert a.candidate_flags == b.candidate_flags and a.judge_flags == b.judge_flags
+    assert a.judge_flag_terms == b.judge_flag_terms and a.separated_quantities == b.separated_quantities
+    np.testing.assert_allclose(a.candidate_contraction, b.candidate_contraction, rtol=0, atol=1e-12)
+
+
+# ----------------------------------------------------------------------------- plain BT
+@pytest.mark.parametrize("ridge", [0.05, 1e-8])
+def test_plain_bt_on_the_pair_table_equals_the_compiled_fit(design, ridge):
+    compiled = oj.fit(design, "bt", starts=1, ridge=ridge, warn=False)
+    host = oj.fit(design, "bt", ridge=ridge, warn=False)
+    np.testing.assert_allclose(host.theta, compiled.theta, rtol=0, atol=FIT_ATOL)
+    np.testing.assert_allclose(host.core.hess, compiled.core.hess, rtol=1e-10)
+    np.testing.assert_allclose(host.core.info, compiled.core.info, rtol=1e-10, atol=1e-9)
+    for field in ("converged", "stationary", "identified", "curvature_ok", "connected", "clusters_ok", "ok",
+                  "n_identified", "n_free", "n_clusters"):
+        assert np.asarray(getattr(host.core, field)) == np.asarray(getattr(compiled.core, field)), field
+    np.testing.assert_allclose(float(host.core.min_eig), float(compiled.core.min_eig), rtol=1e-10)
+    np.testing.assert_allclose(host.objective, compiled.objective, rtol=1e-13)
+
+
+def test_plain_bt_core_flags_a_disconnected_table(design):
+    layout = design.layout(oj.parse_model("bt"))
+    arr = design.arrays
+    a, b = np.asarray(arr.a), np.asarray(arr.b)
+    cut = ((a == 0) | (b == 0)) & ~((a == 0) & (b == 0))  # every comparison of candidate 0
+    stats = np.asarray(arr.stats).copy()
+    stats[cut] = 0.0
+    core = bt_fit_core(arr._replace(stats=stats), layout, 0.05, design.n_clusters)
+    assert not bool(core.connected) and not bool(core.ok)
