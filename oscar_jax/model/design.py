@@ -138,12 +138,14 @@ def cell_stats_from_cluster_weights(arrays: DesignArrays, omega, n_cells: int) -
 GROUP_MIN_CELLS = 1 << 15
 
 
-def with_groups(arrays: DesignArrays, n_cand: int, n_judge: int, *, force: bool = False) -> DesignArrays:
+def with_groups(arrays: DesignArrays, n_cand: int, n_judge: int, *, force: bool = False,
+                codes: np.ndarray | None = None) -> DesignArrays:
     """``arrays`` with their (a, b, k) groups attached, when grouping pays (or ``force``).
 
     A group holds the cells of one (candidate A, candidate B, judge) (a continuous length
     makes each record its own cell, yet Chatbot-Arena-sized data have ~20 records per
-    group). Groups are numbered in order of first appearance; host numpy, one hash pass.
+    group). Groups are numbered in order of first appearance; host numpy, one hash pass
+    (none when ``codes``, each cell's group so numbered, is known already).
     (A dense C × C × K grid, whose per-group sums become sums over its axes, was no faster
     at 10⁵ records, C = 50, K = 20: 3.8 against 3.5 ms per derivative evaluation.)
     """
@@ -151,9 +153,10 @@ def with_groups(arrays: DesignArrays, n_cand: int, n_judge: int, *, force: bool 
     n = int(arrays.a.shape[0])
     if not force and n < GROUP_MIN_CELLS:
         return none
-    a, b, k = (np.asarray(x, np.int64) for x in (arrays.a, arrays.b, arrays.k))
-    codes, uniques = pd.factorize((a * n_cand + b) * n_judge + k, sort=False)
-    n_g = len(uniques)
+    if codes is None:
+        a, b, k = (np.asarray(x, np.int64) for x in (arrays.a, arrays.b, arrays.k))
+        codes = pd.factorize((a * n_cand + b) * n_judge + k, sort=False)[0]
+    n_g = int(codes.max()) + 1
     if not force and 2 * n_g > n:
         return none
     first = np.empty(n_g, np.int64)
@@ -209,20 +212,22 @@ def _sorted_codes(*columns) -> tuple[tuple[np.ndarray, ...], tuple[str, ...]]:
     return tuple(coded[i * n:(i + 1) * n] for i in range(len(columns))), tuple(names[i] for i in order)
 
 
-def _cell_codes(a, b, k, z, n_cand: int, n_judge: int) -> np.ndarray:
-    """Cell of each record: codes of the unique (a, b, k, z) in order of first appearance.
+def _cell_codes(a, b, k, z, n_cand: int, n_judge: int) -> tuple[np.ndarray, np.ndarray]:
+    """(cell, (a, b, k) group) of each record: codes of the unique (a, b, k, z) and of the
+    unique (a, b, k), in order of first appearance.
 
     Built by factorizing one int64 key column at a time (the codes so far, then each z
     column's own codes), so every step hashes integers; a pandas MultiIndex over float
     columns cost ~1 s per million records. Codes stay below N, so each combined key
     (< N · N) fits in int64.
     """
-    code, _ = pd.factorize((a.astype(np.int64) * n_cand + b) * n_judge + k, sort=False)
+    group, _ = pd.factorize((a.astype(np.int64) * n_cand + b) * n_judge + k, sort=False)
+    code = group
     for j in range(z.shape[1]):
         col = z[:, j] + 0.0  # −0.0 and 0.0 are one value
         zc, zu = pd.factorize(col, sort=False)
         code, _ = pd.factorize(code.astype(np.int64) * len(zu) + zc, sort=False)
-    return np.asarray(code, dtype=np.int64)
+    return np.asarray(code, dtype=np.int64), group
 
 
 def _sum_by(codes: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
@@ -345,7 +350,7 @@ def build_design(frame: pd.DataFrame, *, reference_judge: str | None = None, fam
 
     # Cells: unique (a, b, k, L, F, X).
     z = np.column_stack([L, F, X])
-    cell_codes = _cell_codes(a, b, k, z, len(candidates), len(judges))
+    cell_codes, record_group = _cell_codes(a, b, k, z, len(candidates), len(judges))
     n_cells = int(cell_codes.max()) + 1
     first = np.full(n_cells, -1, dtype=np.int64)
     first[cell_codes[::-1]] = np.arange(n)[::-1]
@@ -380,7 +385,8 @@ def build_design(frame: pd.DataFrame, *, reference_judge: str | None = None, fam
         pair_g=put(np.asarray(pair_uniques // n_cells, np.int32)),
         pair_stats=put(np.asarray(pair_stats, np.float64)),
     )
-    arrays = with_groups(arrays, len(candidates), len(judges))
+    # Cells are numbered by first appearance, so their groups keep the records' numbering.
+    arrays = with_groups(arrays, len(candidates), len(judges), codes=record_group[first])
     return Design(
         arrays=arrays,
         candidates=candidates,

@@ -232,27 +232,37 @@ def column_derivatives(P, Z, S, layout: Layout, with_hess: bool = True):
     h_ee, r, g_c = jax.lax.optimization_barrier((h_ee, r, g_c))
     if davidson:
         h_et, h_tt = jax.lax.optimization_barrier((h_et, h_tt))
-    v_slot, t_slot = (1 if learn_gamma else -1), (m - 1 if davidson else -1)
+    x_r = [h_et * r[i] for i in range(m)] if davidson else None
+    return value, grad, _hessian_cells(lambda i, j: h_ee * r[i] * r[j], g_c, x_r, h_tt, m, layout)
+
+
+def _hessian_cells(quad, g_c, x_r, h_tt, m: int, layout: Layout) -> HessianCells:
+    """The distinct entries of ψ_ηη r rᵀ + ψ_η ∂²η (+ the τ terms) in the reduced slots.
+
+    quad(i, j) = ψ_ηη r_i r_j; g_c = ψ_η ∂r/∂v (∂²η is non-zero only in the log-γ row
+    and column); x_r = ψ_ητ r and h_tt = ψ_ττ (Davidson) — per record or summed per group.
+    """
+    v_slot = 1 if layout.structure.learn_gamma else -1
+    t_slot = m - 1 if layout.structure.davidson else -1
 
     def entry(i, j):
-        h = h_ee * r[i] * r[j]
+        h = quad(i, j)
         if i == v_slot:
             h = h + g_c[j]
         if j == v_slot and i != v_slot:
             h = h + g_c[i]
-        if davidson:
-            if j == t_slot:
-                h = h + h_et * r[i]
-            if i == t_slot:
-                h = h + h_et * r[j]
-            if i == t_slot and j == t_slot:
-                h = h + h_tt
+        if j == t_slot:
+            h = h + x_r[i]
+        if i == t_slot:
+            h = h + x_r[j]
+        if i == t_slot and j == t_slot:
+            h = h + h_tt
         return h
 
     n_j = m - 1
     dj = tuple(entry(0, 1 + j) for j in range(n_j))
     jj = tuple(entry(1 + i, 1 + j) for i, j in upper_pairs(n_j))
-    return value, grad, HessianCells(dd=entry(0, 0), dj=dj, jj=jj)
+    return HessianCells(dd=entry(0, 0), dj=dj, jj=jj)
 
 
 def local_prob(phi_loc, z, layout: Layout):
@@ -412,33 +422,14 @@ def group_derivatives(P, Zc, moments, layout: Layout, with_hess: bool = True):
     if not with_hess:
         return grad, None
     AM = [[sum(A[a][i] * M[a, b] for a in range(q)) for i in range(m)] for b in range(q)]
+    g_c = None
     if learn_gamma:
         one = jnp.ones_like(R[1])
         C = _affine(lambda z: jax.jvp(lambda v: _grad_eta(R[:1] + [v] + R[2:], z, layout), (R[1],), (one,))[1], Zc)
         g_c = [sum(C[a][j] * G[a] for a in range(q)) for j in range(m)]
-    if davidson:
-        x_r = [sum(A[a][i] * X[a] for a in range(q)) for i in range(m)]
-    v_slot, t_slot = (1 if learn_gamma else -1), (m - 1 if davidson else -1)
-
-    def entry(i, j):
-        h = sum(AM[b][i] * A[b][j] for b in range(q))
-        if i == v_slot:
-            h = h + g_c[j]
-        if j == v_slot and i != v_slot:
-            h = h + g_c[i]
-        if davidson:
-            if j == t_slot:
-                h = h + x_r[i]
-            if i == t_slot:
-                h = h + x_r[j]
-            if i == t_slot and j == t_slot:
-                h = h + U
-        return h
-
-    n_j = m - 1
-    dj = tuple(entry(0, 1 + j) for j in range(n_j))
-    jj = tuple(entry(1 + i, 1 + j) for i, j in upper_pairs(n_j))
-    return grad, HessianCells(dd=entry(0, 0), dj=dj, jj=jj)
+    x_r = [sum(A[a][i] * X[a] for a in range(q)) for i in range(m)] if davidson else None
+    quad = lambda i, j: sum(AM[b][i] * A[b][j] for b in range(q))  # noqa: E731
+    return grad, _hessian_cells(quad, g_c, x_r, U if davidson else None, m, layout)
 
 
 def local_index(layout: Layout, a, b, k):
