@@ -25,7 +25,7 @@ import jax
 import oscar_jax as oj
 from oscar_jax.bayes import BayesWarning, NutsSettings, fit_bayes
 from oscar_jax.io.data import shared_data_dir
-from oscar_jax.fit import as_design
+from oscar_jax.model.problem import as_design
 
 RESULTS = Path(__file__).resolve().parent / "results"
 REFERENCE_JUDGE = "Qwen3-235B-A22B-Instruct-2507"

@@ -50,11 +50,12 @@ from benchmarks.baseline_scipy import ScipyFit  # noqa: E402
 from oscar_jax.infer.fit_core import fit_core_jit  # noqa: E402
 from oscar_jax.io.data import load_judgments, shared_data_dir  # noqa: E402
 from oscar_jax.model.design import build_design  # noqa: E402
-from oscar_jax.fit import as_design, start_points  # noqa: E402
+from oscar_jax.infer.starts import start_points  # noqa: E402
+from oscar_jax.model.problem import as_design  # noqa: E402
 from oscar_jax.infer.sandwich import covariances_jit  # noqa: E402
 from oscar_jax.model.params import Layout  # noqa: E402
 from oscar_jax.compare import compare  # noqa: E402
-from oscar_jax.infer.one_step import one_step_starts  # noqa: E402
+from oscar_jax.infer.starts import one_step_starts  # noqa: E402
 from oscar_jax.infer.batch_fit import default_chunk  # noqa: E402
 from oscar_jax.runtime.batching import WORKERS_ENV, host_workers  # noqa: E402
 from oscar_jax.bootstrap import batched_fit_core_jit, bootstrap, bootstrap_weights  # noqa: E402
@@ -209,7 +210,7 @@ def speed(args) -> list[str]:
         f"Data: MT-Bench ({design.n_records:,} records, {design.n_clusters} prompts, {design.n_cells} cells), model "
         f"{eff.name} (fitted terms {', '.join(eff.terms)}; no lengths in these data), dim θ = {layout.n_theta}, "
         f"{b} prompt-bootstrap replicates, seed {args.seed}, every replicate started one Newton step from the "
-        "full-data θ̂ (`oscar_jax.infer.one_step`).",
+        "full-data θ̂ (`oscar_jax.infer.starts.one_step_starts`).",
         f"Machine: {machine()}.",
         "",
         "| method | replicates timed | wall (s), all replicates | CPU (s), all replicates | wall per replicate (ms) "

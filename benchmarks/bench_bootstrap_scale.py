@@ -23,8 +23,9 @@ import numpy as np  # noqa: E402
 
 from benchmarks.bench_bootstrap import timed  # noqa: E402
 from benchmarks.bench_scaling import _peak_mb, machine_line, sim_params  # noqa: E402
-from oscar_jax.fit import as_design, fit  # noqa: E402
-from oscar_jax.bootstrap import bootstrap, fit_problem_batch  # noqa: E402
+from oscar_jax.fit import fit  # noqa: E402
+from oscar_jax.model.problem import as_design  # noqa: E402
+from oscar_jax.bootstrap import bootstrap, fit_batch  # noqa: E402
 from oscar_jax.model.problem import prepare  # noqa: E402
 from oscar_jax.simulate import family_map_of, simulate_frame  # noqa: E402
 
@@ -51,8 +52,8 @@ def main(argv=None) -> str:
     if args.theta_hat:
         r = min(args.theta_hat, args.replicates)
         problem = prepare(design, "oscar")
-        at, t_at, c_at = timed(lambda: fit_problem_batch(problem, boot.batch.omega[:r], starts=full.theta,
-                                                         show_progress=False))
+        at, t_at, c_at = timed(lambda: fit_batch(problem, omega=boot.batch.omega[:r], starts=full.theta,
+                                                 show_progress=False))
         d = np.max(np.abs(at.theta - boot.batch.theta[:r])[at.valid & boot.batch.valid[:r]])
         rows.append(f"| θ̂ starts (before), first {r} replicates (incl. compiling its chunk shape) | {r} | {t_at:.1f} | "
                     f"{c_at:.1f} | {at.core.n_iter.mean():.2f} | {int(at.valid.sum())} (max |Δθ| vs one-step {d:.1e}) |")

@@ -5,7 +5,7 @@ judges, a continuous length, so no two records share a cell). Each size runs in 
 subprocess (peak RSS — Linux VmHWM — is a process-lifetime maximum, reset here before the
 timed run):
 
-* the package: ``fit_problem`` with its default settings (what ``oj.fit(design)`` runs),
+* the package: ``fit`` with its default settings (what ``oj.fit(design)`` runs),
   compiled once, then timed;
 * the fair baseline (``baseline_scipy.py``): scipy L-BFGS-B on the same cells (= records),
   analytic gradient, ridge 0.05, one zero start, stopped as soon as the B.3 stationarity
@@ -50,6 +50,7 @@ DEFAULT_CANDIDATES = (10, 200)
 QUICK_RECORDS = (2_000, 40_000)
 GOAL_RATIO = 5.0  # issue 37: default fit ≥ 5× the fair baseline at 10⁵ and 10⁶
 GOAL_BYTES = 100  # issue 37: ≤ 100 bytes per record over the raw columns at 10⁷
+GOAL_IDENT = 0.5  # issue 37: identification ≤ 0.5× the fit's CPU at 10⁶ and 10⁷
 
 
 def _rss_mb() -> float:
@@ -161,7 +162,7 @@ def worker(job: dict) -> dict:
     import numpy as np
 
     from benchmarks.baseline_scipy import CellObjective, fit_cells
-    from oscar_jax.fit import fit_problem
+    from oscar_jax.fit import fit
     from oscar_jax.model.problem import prepare
 
     c, k, n = job["n_cand"], job["n_judge"], job["n_records"]
@@ -174,18 +175,19 @@ def worker(job: dict) -> dict:
     problem = prepare(design, job["model"])
     out.update(n_theta=problem.layout.n_theta, grouped=design.arrays.group_cell is not None,
                n_groups=int(design.arrays.group_cell.shape[0]) if design.arrays.group_cell is not None else None)
-    res, out["first_s"], out["first_cpu_s"] = _timed(lambda: fit_problem(problem, warn=False))
+    res, out["first_s"], out["first_cpu_s"] = _timed(lambda: fit(problem, warn=False))
     gc.collect()
     out["rss_compiled_mb"] = _rss_mb()
     out["peak_reset"] = _reset_peak()
-    res, _, _ = _timed(lambda: fit_problem(problem, warn=False))
+    res, _, _ = _timed(lambda: fit(problem, warn=False))
     out["peak_run_mb"] = _peak_mb()
     core = res.core
     out.update(objective=float(core.objective), n_iter=int(core.n_iter), ok=bool(core.ok),
                starts_run=len(res.checks()["start_objectives"]),
                grad_inf_per_n=float(core.grad_inf) / n, failed_checks="; ".join(res.failed_checks()))
+    _identification(res, out)
     if job.get("memory_only"):
-        _, out["fit_s"], out["fit_cpu_s"] = _timed(lambda: fit_problem(problem, warn=False))
+        _, out["fit_s"], out["fit_cpu_s"] = _timed(lambda: fit(problem, warn=False))
         out["load_end"] = os.getloadavg()[0]
         return out
 
@@ -203,7 +205,7 @@ def worker(job: dict) -> dict:
     best = {name: [math.inf, math.inf] for name in ["oscar_jax"] + methods}
     scipy_out = {}
     for _ in range(job["repeats"]):
-        _, wall, cpu = _timed(lambda: fit_problem(problem, warn=False))
+        _, wall, cpu = _timed(lambda: fit(problem, warn=False))
         best["oscar_jax"] = [min(best["oscar_jax"][0], wall), min(best["oscar_jax"][1], cpu)]
         for m in methods:
             scipy_out[m], wall, cpu = _timed(lambda m=m: scipy(m))
@@ -220,6 +222,26 @@ def worker(job: dict) -> dict:
                   "grad_inf_per_n": obj.projected_grad_inf(r.x) / n}
     out["load_end"] = os.getloadavg()[0]
     return out
+
+
+def _identification(res, out: dict) -> None:
+    """The identification check of ``res`` (what every ``oscar fit`` runs), compiled by a first
+    call on a copy of the result, then timed with the peak reset before it: CPU, wall, and
+    whether it raised the fit's peak."""
+    import dataclasses
+
+    from oscar_jax.infer.identification import identify
+
+    ident, out["ident_first_s"], _ = _timed(lambda: identify(dataclasses.replace(res)))
+    gc.collect()
+    _reset_peak()
+    best = [math.inf, math.inf]
+    for _ in range(2):
+        ident, wall, cpu = _timed(lambda: identify(res))
+        best = [min(best[0], wall), min(best[1], cpu)]
+    out["ident_s"], out["ident_cpu_s"] = best
+    out["peak_ident_mb"] = _peak_mb()
+    out["ident_method"], out["ident_separated"] = ident.method, bool(ident.separated)
 
 
 def run_job(job: dict, timeout: float) -> dict:
@@ -256,7 +278,7 @@ def markdown(rows, args, machine: str) -> str:
         "",
         f"Machine: {machine}.",
         f"Model {args.model.upper()} on simulated Arena-style data (Appendix G generator, K = {args.judges} judges, "
-        "judge 0 the reference, a continuous length: one cell per record). `oscar_jax` = `fit_problem(problem)` "
+        "judge 0 the reference, a continuous length: one cell per record). `oscar_jax` = `fit(problem)` "
         "with its default settings (the zero start; the N(0, 0.08²) start only when the first does not settle, on "
         "a grouped design), B.3 checks included, compiled (first call timed apart). Baselines "
         "(`benchmarks/baseline_scipy.py`): scipy on the same cells, the same objective (ridge 0.05, B.2 column "
@@ -294,8 +316,9 @@ def markdown(rows, args, machine: str) -> str:
               "after compiling; the timed run's peak (VmHWM reset before it); bytes per record over the raw "
               "columns = (peak − RSS with the raw columns) / N; over the design = (peak − RSS with the design) / N.",
               "", "| C | N records | import | raw columns (bytes) | with raw | with design | compiled | run peak | "
-              "B/record over raw | B/record over design | fit CPU s | fit wall s |",
-              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+              "B/record over raw | B/record over design | fit CPU s | fit wall s | identification CPU s | wall s | "
+              "÷ fit CPU | identification peak | verdict |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         if "error" in r:
             continue
@@ -305,7 +328,9 @@ def markdown(rows, args, machine: str) -> str:
         lines.append(f"| {r['n_cand']} | {r['n_records']:,} | {r['rss_import_mb']:.0f} | {r['raw_mb']:.0f} | "
                      f"{r['rss_raw_mb']:.0f} | {r['rss_design_mb']:.0f} | {r['rss_compiled_mb']:.0f} | "
                      f"{r['peak_run_mb']:.0f} | {over_raw:.0f} | {over_design:.0f} | {r['fit_cpu_s']:.2f} | "
-                     f"{r['fit_s']:.2f} |")
+                     f"{r['fit_s']:.2f} | {r['ident_cpu_s']:.2f} | {r['ident_s']:.2f} | "
+                     f"{r['ident_cpu_s'] / r['fit_cpu_s']:.2f} | {r['peak_ident_mb']:.0f} | {r['ident_method']}"
+                     f"{', separated' if r['ident_separated'] else ''} |")
     lines += ["", "Goals (issue 37):"]
     for n in (100_000, 1_000_000):
         hit = [r for r in rows if r["n_records"] == n and "error" not in r and not r.get("memory_only")
@@ -315,6 +340,14 @@ def markdown(rows, args, machine: str) -> str:
             wall = min(b["wall_s"] for b in (r.get("lbfgsb"), r.get("trust-exact")) if b) / r["fit_s"]
             lines.append(f"* {n:,} records (C = {r['n_cand']}): default fit {cpu:.1f}× (CPU), {wall:.1f}× (wall) the "
                          f"best fair baseline — goal ≥ {GOAL_RATIO:.0f}× {'met' if min(cpu, wall) >= GOAL_RATIO else 'NOT met'}.")
+    for r in rows:
+        if r["n_records"] >= 1_000_000 and "error" not in r:
+            ratio = r["ident_cpu_s"] / r["fit_cpu_s"]
+            raised = r["peak_ident_mb"] > r["peak_run_mb"]
+            lines.append(f"* {r['n_records']:,} records (C = {r['n_cand']}): identification {r['ident_cpu_s']:.2f} CPU-s = "
+                         f"{ratio:.2f}× the fit's, peak {r['peak_ident_mb']:.0f} MB against the fit's "
+                         f"{r['peak_run_mb']:.0f} MB — goal ≤ {GOAL_IDENT}× without raising the peak "
+                         f"{'met' if ratio <= GOAL_IDENT and not raised else 'NOT met'}.")
     for r in rows:
         if r.get("memory_only") and "error" not in r:
             met = r["bytes_over_raw"] <= GOAL_BYTES

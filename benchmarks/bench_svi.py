@@ -30,7 +30,7 @@ if str(ROOT) not in sys.path:
 import oscar_jax as oj  # noqa: E402
 from oscar_jax.bayes import BayesWarning, SviSettings, VariationalWarning, fit_bayes  # noqa: E402
 from oscar_jax.io.data import shared_data_dir  # noqa: E402
-from oscar_jax.fit import as_design  # noqa: E402
+from oscar_jax.model.problem import as_design  # noqa: E402
 
 REFERENCE_JUDGE = "Qwen3-235B-A22B-Instruct-2507"
 TARGETS = ("q", "kappa", "D")

@@ -47,7 +47,7 @@ def profile(n: int, c: int = 50, k: int = 20, repeats: int = 5, seed: int = 0) -
     from benchmarks.bench_scaling import sim_params
     from oscar_jax.infer.fit_core import fit_core_jit
     from oscar_jax.infer.derivatives import _columns, value_grad_hess
-    from oscar_jax.fit import start_points
+    from oscar_jax.infer.starts import start_points
     from oscar_jax.model.likelihood import column_derivatives
     from oscar_jax.model.params import Layout
     from oscar_jax.simulate import simulate_jit

@@ -25,7 +25,7 @@ import pandas as pd
 from .model.design import Design
 from .infer.gamma_refit import REFIT_RIDGE, refit_gamma_batch
 from .model.links import net_preference, sigmoid
-from .infer.batch_fit import fit_problem_batch
+from .infer.batch_fit import fit_batch
 from .results.intervals import percentiles
 from .model.problem import prepare
 from .infer.weights import within_fold_weights
@@ -216,7 +216,7 @@ def fixed_score_refit(design: Design, scores, beta_pos, *, omega=None, ridge: fl
     FixedScoreRefit with (K,) arrays, or (B, K) when any input is batched.
     """
     if not isinstance(design, Design):
-        raise OscarInputError("fixed_score_refit() needs a Design; build one with oscar_jax.fit.as_design(data)")
+        raise OscarInputError("fixed_score_refit() needs a Design; build one with oscar_jax.prepare(data).design")
     max_iter = check_positive_int("max_iter", max_iter)
     s = np.asarray(scores, dtype=np.float64)
     beta = np.nan_to_num(np.asarray(beta_pos, dtype=np.float64), nan=0.0)
@@ -278,7 +278,7 @@ class AttenuationResult:
 
 def attenuation_refit(data, model: str | ModelSpec = "j+p", *, refit_fraction: float = 0.25, seed: int = 0,
                       replicates: int = 0, beta_pos=None, ci_prob: float = 0.95, chunk_size: int | None = None,
-                      reference_judge: str | None = None, show_progress: bool | None = None) -> AttenuationResult:
+                      show_progress: bool | None = None, **setup) -> AttenuationResult:
     """The fixed-score attenuation check of Section 6.2 / Appendix D.3 on any data.
 
     Prompt clusters are split at random (``seed``) into a calibration set and a refit
@@ -289,12 +289,14 @@ def attenuation_refit(data, model: str | ModelSpec = "j+p", *, refit_fraction: f
     ``replicates`` > 0 adds the paired prompt bootstrap of D.3: prompts are resampled
     within each fixed split, and calibration fit and refits are redone per replicate
     (calibration fits vmapped in one batch, warm-started at the calibration estimate).
+    ``data`` and ``**setup`` are as for :func:`~oscar_jax.fit` (``reference_judge``,
+    ``filters``, …; see :func:`~oscar_jax.model.problem.prepare`).
     """
     ci_prob = check_ci_prob(ci_prob)
     replicates = check_positive_int("replicates", replicates, minimum=0)
     if not 0.0 < float(refit_fraction) < 1.0:
         raise OscarInputError(f"refit_fraction must lie strictly between 0 and 1, got {refit_fraction}")
-    problem = prepare(data, model, reference_judge=reference_judge)
+    problem = prepare(data, model, **setup)
     design, eff = problem.design, problem.effective_spec
     if beta_pos is None and "pos" not in eff.terms:
         raise OscarInputError(f"calibration model {eff.name} has no position term; use e.g. 'j+p' or pass beta_pos=")
@@ -308,8 +310,8 @@ def attenuation_refit(data, model: str | ModelSpec = "j+p", *, refit_fraction: f
     calib_w, refit_w = (split == 0).astype(float), (split == 1).astype(float)
 
     def calibrate(omega, starts):
-        batch = fit_problem_batch(problem, omega, starts=starts, chunk_size=chunk_size, show_progress=show_progress,
-                                  desc=f"{eff.name} calibration")
+        batch = fit_batch(problem, omega=omega, starts=starts, chunk_size=chunk_size, show_progress=show_progress,
+                          desc=f"{eff.name} calibration")
         s = batch.targets.s
         beta = np.nan_to_num(batch.coefficient("pos"), nan=0.0) if beta_pos is None else \
             np.broadcast_to(np.asarray(beta_pos, float), (batch.n, design.n_judge))

@@ -27,8 +27,8 @@ import pandas as pd
 from .infer.derivatives import cell_probabilities
 from .model.design import DesignArrays, cell_stats_from_cluster_weights
 from .model.params import Layout
-from .runtime.program_cache import persistent_jit
-from .infer.batch_fit import auto_chunk_size, fit_problem_batch
+from .runtime.jit import persistent_jit
+from .infer.batch_fit import auto_chunk_size, fit_batch
 from .results.intervals import percentiles
 from .results.jsonable import records
 from .model.problem import as_design, prepare
@@ -189,14 +189,13 @@ def _parse_pairs(pairs, by_token: dict, names: list[str]) -> list[tuple[str, str
 
 def compare(data, models=DEFAULT_MODELS, *, folds: int = 3, seed: int = 0, paired_bootstrap: int = 0,
             pairs=None, bootstrap_seed: int | None = None, ci_prob: float = 0.95, chunk_size: int | None = None,
-            max_iter: int = 100, reference_judge: str | None = None, family_map=None, covariates=(),
-            schema: str | None = None, bothbad: str = "tie", show_progress: bool | None = None) -> CompareResult:
+            max_iter: int = 100, show_progress: bool | None = None, **setup) -> CompareResult:
     """Held-out log loss of several models on identical prompt-cluster folds (E.2, E.3).
 
     Parameters
     ----------
     data
-        Design, path, DataFrame or records. The design is built once, so the length scale
+        Design, prepared Problem, path, DataFrame or records. The design is built once, so the length scale
         s_L and the family contrasts are full-data quantities shared by every fold.
     models
         Model strings or ModelSpecs (default: the seven columns of Table 1).
@@ -210,6 +209,9 @@ def compare(data, models=DEFAULT_MODELS, *, folds: int = 3, seed: int = 0, paire
         contrasts present among ``models`` (else consecutive models).
     bootstrap_seed
         Seed of the within-fold resampling (default: ``seed``).
+    **setup
+        The set-up keywords of :func:`~oscar_jax.model.problem.as_design`
+        (``reference_judge``, ``covariates``, ``filters``, ``exclude_ties``, ``schema``, …).
 
     Returns
     -------
@@ -233,8 +235,7 @@ def compare(data, models=DEFAULT_MODELS, *, folds: int = 3, seed: int = 0, paire
     models = list(models)
     if not models:
         raise OscarInputError("models is empty; pass e.g. models=['j', 'j+p', 'oscar']")
-    design = as_design(data, schema=schema, reference_judge=reference_judge, family_map=family_map,
-                       covariates=covariates, bothbad=bothbad)
+    design = as_design(data, **setup)
     specs, tokens = [], []
     for m in models:
         spec = parse_model(m)
@@ -286,8 +287,8 @@ def compare(data, models=DEFAULT_MODELS, *, folds: int = 3, seed: int = 0, paire
             log_loss[name], fold_ll[name], failed[name] = float("nan"), np.full(folds, np.nan), 0
             notes_out[name] = tuple(notes)
             continue
-        batch = fit_problem_batch(problem, train, chunk_size=chunk_for(problem.layout), max_iter=max_iter,
-                                  show_progress=show_progress, desc=f"{eff.name} folds")
+        batch = fit_batch(problem, omega=train, chunk_size=chunk_for(problem.layout), max_iter=max_iter,
+                          show_progress=show_progress, desc=f"{eff.name} folds")
         loss, weight = (np.asarray(x) for x in _heldout_jit(np.asarray(batch.theta), test, design.arrays,
                                                             layout=problem.layout, n_cells=design.n_cells))
         failed[name] = batch.n_failed
@@ -314,8 +315,8 @@ def compare(data, models=DEFAULT_MODELS, *, folds: int = 3, seed: int = 0, paire
             problem = problems[name]
             layout = problem.layout
             starts = np.tile(fold_fits[name].theta, (r, 1))[:, None, :]  # warm start: each fold's own fit
-            batch = fit_problem_batch(problem, train_b, starts=starts, chunk_size=chunk_for(layout), max_iter=max_iter,
-                                      show_progress=show_progress, desc=f"{problem.effective_spec.name} paired bootstrap")
+            batch = fit_batch(problem, omega=train_b, starts=starts, chunk_size=chunk_for(layout), max_iter=max_iter,
+                              show_progress=show_progress, desc=f"{problem.effective_spec.name} paired bootstrap")
             loss, weight = (np.asarray(x).reshape(r, f) for x in
                             _heldout_jit(np.asarray(batch.theta), test_b, design.arrays,
                                          layout=layout, n_cells=design.n_cells))

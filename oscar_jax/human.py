@@ -32,7 +32,8 @@ import pandas as pd
 
 from .io.data import load_judgments
 from .model.design import Design, build_design
-from .fit import as_design, fit
+from .model.problem import as_design
+from .fit import fit
 from .model.links import sigmoid
 from .compare import LOSS_CLIP
 from .infer.batch_fit import fit_batch
@@ -180,15 +181,15 @@ def _spearman(a, b) -> float:
 
 
 def human_agreement(data, votes, models=("j", "j+p", "oscar"), *, replicates: int = 200, n_groups: int = 5,
-                    seed: int = 0, ci_prob: float = 0.95, responses=None, reference_judge=None,
-                    show_progress=None) -> HumanAgreement:
+                    seed: int = 0, ci_prob: float = 0.95, show_progress=None, **setup) -> HumanAgreement:
     """Spearman and held-out log loss of LLM-judge models against human votes (Appendix F).
 
     Parameters
     ----------
     data
-        LLM judgments: a Design, or anything :func:`oscar_jax.fit.as_design` reads
-        (``responses`` joins response lengths, needed for the length term).
+        LLM judgments: anything :func:`~oscar_jax.fit` takes, with its set-up keywords
+        (``**setup``; e.g. ``responses=`` joins response lengths, needed for the length
+        term).
     votes
         Human votes: a path, DataFrame or records (see :func:`load_votes`), on the same
         candidates and prompts.
@@ -207,7 +208,7 @@ def human_agreement(data, votes, models=("j", "j+p", "oscar"), *, replicates: in
     models = tuple(models)
     if not models:
         raise OscarInputError("models must name at least one model")
-    design = as_design(data, responses=responses, reference_judge=reference_judge)
+    design = as_design(data, **setup)
     vframe, vreport = load_votes(votes) if not isinstance(votes, tuple) else votes
     cands = list(design.candidates)
     for side in ("candidate_a", "candidate_b"):

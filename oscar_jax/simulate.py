@@ -35,7 +35,7 @@ import pandas as pd
 from .model.design import Design, DesignArrays, build_design
 from .model.likelihood import local_prob
 from .model.params import Layout
-from .model.prompt_average import marginal_win_prob
+from .model.links import marginal_win_prob
 from .model.spec import ModelSpec, parse_model
 
 __all__ = ["SimParams", "SimTruth", "SimData", "family_map_of", "record_arrays", "simulate", "simulate_design",

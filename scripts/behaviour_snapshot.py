@@ -2,12 +2,15 @@
 
     python scripts/behaviour_snapshot.py record DIR      # one JSON file per command
     python scripts/behaviour_snapshot.py compare OLD NEW # every number equal to 1e-12
+    python scripts/behaviour_snapshot.py compare OLD NEW --renames scripts/renames_0.2.0.json
 
 A refactor that claims "behaviour unchanged" records before and after and compares them:
 numbers must agree to ``--tol`` (absolute, or relative above 1), strings, keys and list
 lengths exactly. Fields that measure the machine (seconds, versions, paths) are skipped.
 The inputs are the repository's test files and the built-in simulator, so this runs on
-any checkout; the Bayesian run is short and compared draw for draw.
+any checkout; the Bayesian run is short and compared draw for draw. ``--renames`` maps an
+older release's keys to the current ones before comparing (``scripts/renames_0.2.0.json``:
+the 0.2.0 schema of CHANGELOG.md), so that a rename is not mistaken for a change of number.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-ARENA = str(ROOT / "tests" / "data" / "eco_arena.csv")
+ARENA = str(ROOT / "oscar_jax" / "io" / "examples" / "arena_battles.csv")
 OSCAR = str(ROOT / "tests" / "data" / "eco_oscar.csv")
 
 COMMANDS = {
@@ -80,17 +83,39 @@ def _diff(a, b, where, tol, out):
         out.append(f"{where}: {a!r} != {b!r}")
 
 
-def compare(old: Path, new: Path, tol: float, only=None) -> int:
+def _renamed(obj, renames: dict):
+    """``obj`` with the keys of an older schema renamed (``root`` and per-row sections) and its aliases dropped."""
+    if not isinstance(obj, dict):
+        return obj
+    out = {renames["root"].get(k, k): v for k, v in obj.items()}
+    if isinstance(out.get("rank_distribution"), dict):  # {candidate: [P(rank = 1), …]} → rows
+        out["rank_distribution"] = [{"candidate": c, **{f"p_rank_{r}": p for r, p in enumerate(ps, 1)}}
+                                    for c, ps in out["rank_distribution"].items()]
+    for section, names in renames["rows"].items():
+        if section in out:
+            dropped = renames["dropped"].get(section, [])
+            out[section] = [{names.get(k, k): v for k, v in row.items()
+                             if k not in dropped or (k in names and names[k] not in row)} for row in out[section]]
+    return out
+
+
+def compare(old: Path, new: Path, tol: float, only=None, renames: Path | None = None) -> int:
     problems = []
+    mapping = json.loads(renames.read_text()) if renames else None
     for name in COMMANDS:
         if only and name not in only:
             continue
         a = json.loads((old / f"{name}.json").read_text())
+        if mapping:
+            a = _renamed(a, mapping)
         b = json.loads((new / f"{name}.json").read_text())
         found = []
         _diff(a, b, name, tol, found)
+        added = [f for f in found if mapping and f.endswith("only in new")]  # the new schema's additions
+        found = [f for f in found if f not in added]
         problems += found
-        print(f"{name}: {'same' if not found else f'{len(found)} differences'}")
+        print(f"{name}: {'same' if not found else f'{len(found)} differences'}"
+              + (f" ({len(added)} keys added)" if added else ""))
     for line in problems[:50]:
         print("  " + line)
     return 1 if problems else 0
@@ -105,6 +130,7 @@ def main(argv=None) -> int:
     c.add_argument("old", type=Path)
     c.add_argument("new", type=Path)
     c.add_argument("--tol", type=float, default=1e-12)
+    c.add_argument("--renames", type=Path, default=None, help="JSON map of an older schema's keys to today's")
     for p in (r, c):
         p.add_argument("--only", type=lambda v: v.split(","), default=None,
                        help=f"comma-separated subset of: {','.join(COMMANDS)}")
@@ -112,7 +138,7 @@ def main(argv=None) -> int:
     if args.action == "record":
         record(args.dir, args.only)
         return 0
-    return compare(args.old, args.new, args.tol, args.only)
+    return compare(args.old, args.new, args.tol, args.only, args.renames)
 
 
 if __name__ == "__main__":

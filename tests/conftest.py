@@ -21,11 +21,11 @@ def pytest_configure(config):
     # ini file, before this file sets OSCAR_JAX_CACHE_DIR, and importing oscar_jax enables
     # the compile cache — the suite then wrote to (and read stale programs from) ~/.cache.
     config.addinivalue_line("filterwarnings", "ignore::oscar_jax.fit.OscarNoteWarning")
-    import oscar_jax
+    from oscar_jax.runtime import cache
 
-    if _OWN_CACHE is not None and oscar_jax.runtime.compile_cache.cache_dir() != Path(_OWN_CACHE):
-        raise pytest.UsageError(f"oscar_jax was imported before tests/conftest.py set {oscar_jax.runtime.compile_cache.ENV_VAR}: "
-                                f"its compile cache is {oscar_jax.runtime.compile_cache.cache_dir()}, not {_OWN_CACHE}")
+    if _OWN_CACHE is not None and cache.cache_dir() != Path(_OWN_CACHE):
+        raise pytest.UsageError(f"oscar_jax was imported before tests/conftest.py set {cache.ENV_VAR}: "
+                                f"its compile cache is {cache.cache_dir()}, not {_OWN_CACHE}")
 
 
 def pytest_unconfigure(config):
@@ -51,6 +51,6 @@ def _bounded_compiled_programs():
     yield
     n = n_memory_mappings()  # None off Linux: no such limit to respect
     if n is not None and n > MAP_BUDGET:
-        import oscar_jax
+        from oscar_jax.sweep import release_compiled
 
-        oscar_jax.release_compiled()
+        release_compiled()

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from oscar_jax.io.data import shared_data_dir
+from oscar_jax.io.data import example_path, shared_data_dir
 
 XU = {
     "mtbench": "judge_results_10k_mtbench.json",
@@ -15,6 +15,8 @@ XU = {
     "chatbot_arena": "judge_results_10k_chatbot_arena.json",
 }
 REFERENCE_JUDGE = "Qwen3-235B-A22B-Instruct-2507"
+# The Arena-style battles shipped with the package (the other ecosystem files are in tests/data).
+ARENA_EXAMPLE = example_path("arena")
 # XLA flags for CLI subprocesses whose compilations are counted, not timed: a third less
 # CPU per cold process than the default level, with the same programs and counts.
 FAST_COMPILE = "--xla_backend_optimization_level=0"

@@ -12,11 +12,12 @@ import numpy as np
 import pytest
 
 import oscar_jax as oj
+from helpers import ARENA_EXAMPLE
 
 fit_module = importlib.import_module("oscar_jax.fit")  # the module (oscar_jax.fit is the function)
 
 DATA = Path(__file__).resolve().parent / "data"
-BATTLES = DATA / "eco_arena.csv"
+BATTLES = ARENA_EXAMPLE
 
 
 @pytest.fixture(scope="module")
@@ -60,8 +61,15 @@ def test_notes_warn_once_per_session(monkeypatch):
 
 def test_every_fit_parameter_is_documented():
     doc = inspect.cleandoc(oj.fit.__doc__)
-    for name in inspect.signature(oj.fit).parameters:
+    for name, param in inspect.signature(oj.fit).parameters.items():
+        name = f"**{name}" if param.kind == param.VAR_KEYWORD else name
         assert f"\n{name}\n" in doc or f"\n{name}, " in doc, name
+    # The set-up keywords fit passes on to prepare are each named in its documentation.
+    from oscar_jax.io.data import load_judgments
+
+    setup = ["ridge", "reference_judge", "family_map", "covariates",
+             *(k for k in inspect.signature(load_judgments).parameters if k not in ("source", "keep_columns"))]
+    assert [k for k in setup if f"``{k}``" not in doc] == []
     assert "Elo" in doc and "average-judge logit" in doc
 
 

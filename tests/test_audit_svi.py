@@ -27,7 +27,7 @@ from oscar_jax.audit.bayes_models import (
 from oscar_jax.audit.bayes_svi import AUDIT_SVI
 from oscar_jax.audit.posterior import setup_model
 from oscar_jax.runtime.validate import OscarInputError
-from oscar_jax.infer.variational import SviSettings, VariationalWarning
+from oscar_jax.infer.posterior import SviSettings, VariationalWarning
 
 LABEL = AuditSimParams(effects=(0.0, 0.0, 0.6, -0.6), interaction_sd=0.5, noise_scale=1.0)
 # The CLI's settings (AUDIT_SVI with --svi-steps/--learning-rate): one compiled program for

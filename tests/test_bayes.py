@@ -222,15 +222,16 @@ def test_summaries_are_consistent(small_posterior):
     assert lb.p_best.sum() == pytest.approx(1.0)
     assert np.all((lb.score_lo <= lb.score) & (lb.score <= lb.score_hi))
     assert np.all((lb.s_lo <= lb.s) & (lb.s <= lb.s_hi))
-    # score: posterior mean of the average-judge logit γ̄·s, as FitResult.leaderboard; s beside it
+    # score: posterior mean of the average-judge logit γ̄·s on the point fit's scale (with the
+    # prompt effect: the least-squares scores of each draw's prompt-averaged q), s beside it
     by_name = lb.set_index("candidate").loc[list(post.design.candidates)]
-    x = post.draws("gamma_bar")[..., None] * post.draws("s")
-    np.testing.assert_allclose(by_name.score, x.mean(axis=(0, 1)), atol=1e-12)
+    np.testing.assert_allclose(by_name.score, post.population("x").mean(axis=(0, 1)), atol=1e-12)
     np.testing.assert_allclose(by_name.s, post.scores, atol=1e-12)
-    rp = post.rank_probabilities()
-    np.testing.assert_allclose(rp.sum(axis=1), 1.0)
-    np.testing.assert_allclose(rp.sum(axis=0), 1.0)
-    np.testing.assert_allclose(rp[1].to_numpy(), post.p_best[rp.index].to_numpy())
+    rd = post.rank_distribution().set_index("candidate")
+    probs = rd[[f"p_rank_{r}" for r in range(1, post.design.n_cand + 1)]]
+    np.testing.assert_allclose(probs.sum(axis=1), 1.0)
+    np.testing.assert_allclose(probs.sum(axis=0), 1.0)
+    np.testing.assert_allclose(rd.p_rank_1.to_numpy(), post.p_best[rd.index].to_numpy())
     jc = post.judge_comparisons(long=False).to_numpy()
     off = ~np.eye(len(jc), dtype=bool)
     np.testing.assert_allclose((jc + jc.T)[off], 1.0)  # κ ties have probability 0
@@ -256,16 +257,16 @@ def test_intervals_are_equal_tailed_by_default_and_hdi_on_request(small_posterio
     q = post.draws("q").reshape(-1, post.draws("q").shape[-1])
     lo, hi = np.quantile(q, [0.05, 0.95], axis=0)
     wm = post.win_matrix(ci_prob=0.9)
-    np.testing.assert_allclose(wm.lo.to_numpy()[::2], lo, atol=1e-15)
-    np.testing.assert_allclose(wm.hi.to_numpy()[::2], hi, atol=1e-15)
-    np.testing.assert_allclose(wm.lo.to_numpy()[1::2], 1.0 - hi, atol=1e-15)  # q_ji = 1 − q_ij
-    kappa = post.draws("kappa")
+    np.testing.assert_allclose(wm.q_lo.to_numpy()[::2], lo, atol=1e-15)
+    np.testing.assert_allclose(wm.q_hi.to_numpy()[::2], hi, atol=1e-15)
+    np.testing.assert_allclose(wm.q_lo.to_numpy()[1::2], 1.0 - hi, atol=1e-15)  # q_ji = 1 − q_ij
+    kappa = post.population("kappa")
     hdi = np.asarray(array_stats.hdi(kappa, 0.9, axis=(0, 1)))
     by_hdi = post.judges("hdi", ci_prob=0.9)
     np.testing.assert_allclose(by_hdi[["kappa_lo", "kappa_hi"]].to_numpy(), hdi, atol=1e-15)
     as_hdi = replace(post, ci_kind="hdi")  # the result's default kind: every table and the JSON follow it
     np.testing.assert_allclose(as_hdi.judges(ci_prob=0.9)[["kappa_lo", "kappa_hi"]].to_numpy(), hdi, atol=1e-15)
-    assert as_hdi.to_dict()["ci_kind"] == "hdi" and post.to_dict()["ci_kind"] == "eti"
+    assert as_hdi.to_dict()["ci"] == "hdi" and post.to_dict()["ci"] == "eti"
     with pytest.raises(OscarInputError, match="ci"):
         post.leaderboard("shortest")
 
@@ -295,11 +296,9 @@ def test_population_theta_puts_scores_on_the_prompt_averaged_scale(small_posteri
     fixed = np.asarray(post.mask) == 0  # judge4's β_fam, held at zero by B.2: never sampled
     assert fixed.any() and np.all(pop[:, fixed] == 0.0)
     # --ci bayes reads exactly these draws (all finite: none counted as failed)
-    from oscar_jax.report.draw_sources import theta_draws
-
-    draws, failed = theta_draws(post, post.layout, "bayes")
-    assert failed == 0
-    np.testing.assert_array_equal(draws, pop)
+    draws = post.theta_draws()
+    assert draws.n_failed == 0 and draws.source == "bayes" and post.point_fit is None
+    np.testing.assert_array_equal(draws.theta, pop)
 
 
 # ----------------------------------------------------------------------------- CLI and files
@@ -322,12 +321,13 @@ def test_cli_bayes_json_and_out_dir(tmp_path):
     assert rc == 0
     payload = json.loads(buf.getvalue())
     cand = payload["candidates"][0]
-    assert {"name", "score", "s_mean", "lo", "hi", "p_best", "rank_ub"} <= set(cand)
-    assert payload["scale"]["scale"] == "logit" and cand["lo"] <= cand["score"] <= cand["hi"]
-    assert {"name", "kappa_mean", "kappa_lo", "kappa_hi"} <= set(payload["judges"][0])
-    assert {"max_rhat", "min_ess", "divergences"} <= set(payload["diagnostics"])
+    assert {"candidate", "score", "score_sd", "s", "score_lo", "score_hi", "p_best", "p_best_mcse", "rank_ub"} <= set(cand)
+    assert payload["scale"]["scale"] == "logit" and cand["score_lo"] <= cand["score"] <= cand["score_hi"]
+    assert {"judge", "kappa", "kappa_lo", "kappa_hi"} <= set(payload["judges"][0])
+    assert {"max_rhat", "min_ess", "divergences"} <= set(payload["checks"])
+    assert "prompt × candidate effect" in payload["estimand"]["model"] and payload["estimator"] == "bayes-nuts"
     assert payload["prompt_effect"] == "candidate"  # 5 records per prompt: the dependence-aware default
-    for name in ("leaderboard.csv", "judges.csv", "win_prob.csv", "rank_probabilities.csv",
+    for name in ("leaderboard.csv", "judges.csv", "win_prob.csv", "rank_distribution.csv",
                  "judge_comparisons.csv", "summary.csv", "result.json", "forest_q.png", "judges_kappa.png"):
         assert (out / name).exists(), name
     assert (out / "forest_q.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

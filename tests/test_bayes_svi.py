@@ -162,5 +162,10 @@ def test_cli_bayes_svi_json(tmp_path, capsys):
                      "--svi-steps", "400", "--no-prompt-effect", "--format", "json"])
     assert code == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["diagnostics"]["method"] == "svi" and out["diagnostics"]["steps"] == 400
+    assert out["checks"]["method"] == "svi" and out["checks"]["steps"] == 400
+    # independent draws of the approximation: each probability's Monte Carlo SE is √(p(1 − p)/n)
+    assert out["estimator"] == "bayes-svi" and "independent draws" in out["estimand"]["mcse"]
+    n = out["checks"]["draws"]
+    for cand in out["candidates"]:
+        assert cand["p_best_mcse"] == pytest.approx(np.sqrt(cand["p_best"] * (1 - cand["p_best"]) / n), abs=1e-12)
     assert len(out["candidates"]) == 8

@@ -26,7 +26,7 @@ from benchmarks import (  # noqa: E402
     bench_simulation,
     run_all,
 )
-from helpers import shared_data  # noqa: E402
+from helpers import ARENA_EXAMPLE, shared_data  # noqa: E402
 
 pytest.importorskip("evalica")
 
@@ -143,7 +143,7 @@ def test_bench_cli_quick_counts_compilations(tmp_path, monkeypatch):
 
     monkeypatch.setenv("XLA_FLAGS", (os.environ.get("XLA_FLAGS", "") + " " + FAST_COMPILE).strip())  # the subprocesses'
 
-    data = ROOT / "tests" / "data" / "eco_arena.csv"
+    data = ARENA_EXAMPLE
     out = bench_cli.main(["--quick", "--data", str(data), "--commands", "fit json", "--out", str(tmp_path / "cli.md")])
     text = (tmp_path / "cli.md").read_text(encoding="utf-8")
     assert "load average" in text and "## Goals" in text

@@ -26,23 +26,23 @@ from pathlib import Path
 
 import pytest
 
-from helpers import FAST_COMPILE
+from helpers import ARENA_EXAMPLE, FAST_COMPILE
 
 ROOT = Path(__file__).resolve().parent.parent
-DATA = ROOT / "tests" / "data" / "eco_arena.csv"
+DATA = ARENA_EXAMPLE
 PROBE = ROOT / "benchmarks" / "cli_probe.py"
 
 # One program per result: the fit core (its starts drawn inside it), covariances, board
 # scores + SEs, target SEs, targets. The bootstrap adds its weights, key, batched fit, draw
 # targets and the cluster scores at θ̂ that give every replicate its one-step start
-# (oscar_jax.infer.one_step); compare one batched fit and one held-out loss per model. On this small file `fit` also fits the
-# smaller model for its small-data advice (oscar_jax.report.advice), so each of its five programs
-# is compiled once per model: 2 × 5.
+# (oscar_jax.infer.starts.one_step_starts); compare one batched fit and one held-out loss per
+# model. On this small file `fit` also fits the smaller model for its small-data advice
+# (oscar_jax.fit.small_data_advice), so each of its programs is compiled once per model.
 BOUNDS = {
     "fit json": (["fit", str(DATA), "--format", "json"], 10),
     "fit table": (["fit", str(DATA), "--format", "table"], 10),
     "fit elo anchored": (["fit", str(DATA), "--scale", "elo", "--anchor", "gpt-4", "--format", "json"], 10),
-    # + the leaderboard's draw scores on the chosen scale (oscar_jax.report.scales) and the draw targets
+    # + the draw targets (an unanchored board reads them; oscar_jax.results.boards)
     "bootstrap": (["bootstrap", str(DATA), "--replicates", "20", "--format", "json"], 9),
     "compare": (["compare", str(DATA), "--models", "j,j+p", "--folds", "3", "--format", "json"], 7),
 }
@@ -53,7 +53,7 @@ def _probe(args, cache, tmp_path, xla_cache=None) -> dict:
     env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") + " " + FAST_COMPILE).strip()
     env.pop("JAX_COMPILATION_CACHE_DIR", None)
     if xla_cache is not None:
-        # JAX's own cache only: oscar_jax.runtime.compile_cache then leaves JAX's settings alone and
+        # JAX's own cache only: oscar_jax.runtime.cache then leaves JAX's settings alone and
         # its exported-program cache stays off (tests/test_program_cache.py checks both).
         env.update(JAX_COMPILATION_CACHE_DIR=str(xla_cache), JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0")
     stats = tmp_path / "stats.json"

@@ -11,9 +11,10 @@ import pytest
 from oscar_jax import fit
 from oscar_jax.cli.main import main
 from oscar_jax.report.text import fit_report
+from helpers import ARENA_EXAMPLE
 
 DATA = Path(__file__).resolve().parent / "data"
-BATTLES = str(DATA / "eco_arena.csv")
+BATTLES = str(ARENA_EXAMPLE)
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 EXACT = 1e-9  # values copied between tables; rounding only
 
@@ -29,15 +30,15 @@ def test_elo_json_has_arena_fields_and_plots(capsys, tmp_path):
                        "--plots", str(tmp_path / "plots"))
     assert code == 0
     payload = json.loads(out)
-    for key in ("model", "n_records", "n_prompts", "objective", "candidates", "judges", "win_prob", "diagnostics"):
+    for key in ("model", "n_records", "n_prompts", "objective", "candidates", "judges", "win_prob", "checks"):
         assert key in payload
     assert payload["n_records"] == 240 and payload["n_prompts"] == 20
     for cand in payload["candidates"]:
-        assert {"name", "candidate", "score", "rank", "elo", "elo_lo", "elo_hi", "rank_ub", "votes"} <= set(cand)
-        assert cand["elo_lo"] < cand["elo"] < cand["elo_hi"]
-    elos = [c["elo"] for c in payload["candidates"]]
+        assert {"candidate", "score", "score_lo", "score_hi", "rank", "rank_ub", "votes"} <= set(cand)
+        assert cand["score_lo"] < cand["score"] < cand["score_hi"]
+    elos = [c["score"] for c in payload["candidates"]]
     assert np.mean(elos) == pytest.approx(1000.0, abs=EXACT)  # unanchored: the field sits at 1000
-    assert payload["leaderboard"]["scale"] == "elo" and payload["leaderboard"]["ci_prob"] == 0.95
+    assert payload["scale"]["scale"] == "elo" and payload["ci_prob"] == 0.95
     assert payload["data"]["ties"] == {"ties": 30, "'tie (bothbad)' ties": 16}
     names = sorted(Path(p).name for p in payload["plots"].values())
     assert names == ["attenuation.png", "forest.png", "judge_panel.png", "win_heatmap.png"]
@@ -65,8 +66,8 @@ def test_anchor_in_json(capsys):
     assert code == 0
     payload = json.loads(out)
     anchor = {c["candidate"]: c for c in payload["candidates"]}["gpt-4-0314"]
-    assert payload["leaderboard"]["anchor"] == "gpt-4-0314"  # unique substring resolves
-    assert anchor["logit"] == 0.0 and anchor["logit_lo"] == anchor["logit_hi"] == 0.0
+    assert payload["scale"]["anchor"] == "gpt-4-0314"  # unique substring resolves
+    assert anchor["score"] == 0.0 and anchor["score_lo"] == anchor["score_hi"] == 0.0
 
 
 def test_bad_input_exits_2_with_message(capsys):
@@ -107,13 +108,13 @@ def test_bootstrap_intervals_from_the_bootstrap(capsys, monkeypatch):
     assert code == 0
     assert calls == {"replicates": 50, "seed": 3, "model": "J+P"}
     payload = json.loads(out)
-    assert payload["ci"] == "bootstrap" and payload["leaderboard"]["n_draws"] == 49
-    assert payload["leaderboard"]["n_failed_draws"] == 1
+    assert payload["ci"] == "bootstrap" and payload["scale"]["n_draws"] == 49
+    assert payload["scale"]["n_failed_draws"] == 1
     code, ref, _ = run(capsys, BATTLES, "--model", "j+p", "--scale", "elo", "--format", "json")
     ref = json.loads(ref)
     for a, b in zip(payload["candidates"], ref["candidates"]):
-        assert a["elo"] == pytest.approx(b["elo"], abs=EXACT)
-        assert a["elo_hi"] - a["elo_lo"] != pytest.approx(b["elo_hi"] - b["elo_lo"], rel=1e-3)
+        assert a["score"] == pytest.approx(b["score"], abs=EXACT)
+        assert a["score_hi"] - a["score_lo"] != pytest.approx(b["score_hi"] - b["score_lo"], rel=1e-3)
 
 
 def test_arena_hard_options(capsys):
@@ -132,7 +133,7 @@ def test_bootstrap_with_the_resample_module(capsys):
                        "--scale", "elo", "--format", "json")
     assert code == 0
     payload = json.loads(out)
-    assert payload["leaderboard"]["n_draws"] + payload["leaderboard"]["n_failed_draws"] == 20
+    assert payload["scale"]["n_draws"] + payload["scale"]["n_failed_draws"] == 20
     for cand in payload["candidates"]:
         # Percentile bounds need not be symmetric; the point is the full-data fit.
-        assert cand["elo_lo"] <= cand["elo_hi"] and cand["plus"] + cand["minus"] > 0
+        assert cand["score_lo"] <= cand["score_hi"] and cand["score_hi"] - cand["score_lo"] > 0

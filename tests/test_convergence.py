@@ -3,7 +3,7 @@
 import math
 import time
 
-from oscar_jax.infer.convergence import RHAT_MAX, rhat_flag, rhat_message, rhat_ok
+from oscar_jax.infer.posterior import RHAT_MAX, rhat_flag, rhat_message, rhat_ok
 from oscar_jax.runtime.progress import progress
 
 

@@ -142,16 +142,16 @@ def test_failed_checks_warn_and_are_recorded():
 def test_result_tables_and_json_fields():
     r = oj.fit(oj.simulate_design(seed=5, n_prompts=300), "oscar")
     out = r.to_dict()
-    for key in ("model", "n_records", "n_prompts", "objective", "candidates", "judges", "win_prob", "diagnostics"):
+    for key in ("model", "n_records", "n_prompts", "objective", "candidates", "judges", "win_prob", "checks"):
         assert key in out
     assert {"candidate", "score", "rank"} <= set(out["candidates"][0])
     assert {"judge", "n", "gamma", "kappa", "beta_pos", "D", "beta_len", "beta_fam"} <= set(out["judges"][0])
-    assert {"a", "b", "q", "lo", "hi"} <= set(out["win_prob"][0])
+    assert {"a", "b", "q", "q_lo", "q_hi"} <= set(out["win_prob"][0])
     wm = r.win_matrix().set_index(["a", "b"])
     for (a, b), row in wm.iterrows():  # q_ij = 1 − q_ji, and the intervals mirror
         other = wm.loc[(b, a)]
         assert row.q == pytest.approx(1 - other.q, abs=1e-12)
-        assert row.lo == pytest.approx(1 - other.hi, abs=1e-12)
+        assert row.q_lo == pytest.approx(1 - other.q_hi, abs=1e-12)
     lb = r.leaderboard()
     assert list(lb["rank"]) == list(range(1, 9)) and np.all(np.diff(lb.score) <= 0)
     assert np.all((lb.score_lo < lb.score) & (lb.score < lb.score_hi))
@@ -168,8 +168,7 @@ def test_model_based_intervals_are_narrower_under_dependence():
     assert np.median(wm_c.se_logit / wm_m.se_logit) > 1.2
 
 
-def test_prepare_resolves_the_problem_once_and_fit_problem_equals_fit():
-    from oscar_jax.fit import fit_problem
+def test_prepare_resolves_the_problem_once_and_a_prepared_problem_fits_as_the_data():
     from oscar_jax.model.problem import prepare
 
     design = oj.simulate_design(seed=0, n_prompts=60)
@@ -180,9 +179,12 @@ def test_prepare_resolves_the_problem_once_and_fit_problem_equals_fit():
     assert problem.layout == design.layout(problem.effective_spec)
     assert problem.notes[-1].startswith("covariate term dropped")
     direct = oj.fit(design, "j+c", ridge=0.1, warn=False)
-    prepared = fit_problem(problem, warn=False)
+    prepared = oj.fit(problem, warn=False)
     np.testing.assert_array_equal(prepared.theta, direct.theta)
     assert prepared.notes == direct.notes and prepared.spec == direct.spec
+    assert prepare(problem) is problem  # nothing asked of it: resolved once, not again
+    other = oj.fit(problem, "j", warn=False)  # another model on the same design
+    assert other.design is design and other.spec == oj.parse_model("j")
 
 
 def test_identification_count_is_the_spectrum_count_with_or_without_the_certificate():

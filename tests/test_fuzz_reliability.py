@@ -69,11 +69,11 @@ def _fit(frame):
 def _assert_honest(result):
     payload = json.loads(to_json(result.to_dict()))  # strict JSON: NaN/inf would raise
     assert np.all(np.isfinite(result.scores)) and np.all(np.isfinite(result.gamma))
-    problems = not payload["diagnostics"]["all_ok"] or not payload["diagnostics"]["flags"]["ok"]
+    problems = not payload["checks"]["all_ok"] or not payload["checks"]["flags"]["ok"]
     for cand in payload["candidates"]:
         lo, hi = cand["score_lo"], cand["score_hi"]
         if lo is None:  # no interval shown: a flag must say why
-            assert cand["flags"] or not payload["diagnostics"]["all_ok"], cand
+            assert cand["flags"] or not payload["checks"]["all_ok"], cand
         else:
             assert hi - lo > 0 or problems, cand  # a zero-width interval never passes as certain
     for judge in payload["judges"]:
@@ -92,7 +92,7 @@ def test_degenerate_designs_are_flagged_or_rejected_and_order_free(case, rnd):
         return
     payload = _assert_honest(result)
     if pattern in ("judge always A", "candidate always wins", "all ties", "one outcome"):
-        assert not payload["diagnostics"]["flags"]["ok"] or not payload["diagnostics"]["all_ok"], pattern
+        assert not payload["checks"]["flags"]["ok"] or not payload["checks"]["all_ok"], pattern
     # Invariance to row order and index labels.
     order = list(range(len(frame)))
     rnd.shuffle(order)
@@ -172,7 +172,7 @@ def test_disconnected_pieces_are_an_error_naming_the_components():
 def test_single_record_is_flagged_not_confident():
     result = _fit(_frame([("p0", "a", "b", "j", "A")]))
     payload = _assert_honest(result)
-    assert not payload["diagnostics"]["flags"]["ok"]
+    assert not payload["checks"]["flags"]["ok"]
 
 
 @pytest.mark.parametrize("weights", [[0.0, 0.0, 0.0, 0.0], [np.nan, 1, 1, 1], [-1, 1, 1, 1], [None, 1, 1, 1]])

@@ -14,6 +14,7 @@ import oscar_jax as oj
 from oscar_jax.results.intervals import draw_ranks, interval_request, p_best, percentiles, rank_probabilities
 from oscar_jax.results.jsonable import clean, finite_or_none, records, to_json
 from oscar_jax.runtime.validate import OscarInputError
+from helpers import ARENA_EXAMPLE
 
 DATA = Path(__file__).resolve().parent / "data"
 
@@ -67,7 +68,7 @@ def test_json_values_are_strict():
 
 @pytest.fixture(scope="module")
 def result():
-    return oj.fit(DATA / "eco_arena.csv", "j+p")
+    return oj.fit(ARENA_EXAMPLE, "j+p")
 
 
 def test_fit_tables_take_the_level(result):

@@ -12,10 +12,10 @@ import pytest
 from scipy.stats import norm
 
 import oscar_jax as oj
-from oscar_jax.report.leaderboard import (ELO_SLOPE, arena_leaderboard, arena_text, fmt_pm, judge_intervals, parse_anchor, rank_ub,
-    score_function)
-from oscar_jax.report.draw_sources import interval_source, theta_draws
+from oscar_jax.report.leaderboard import arena_leaderboard, arena_text, fmt_pm
+from oscar_jax.results.boards import ELO_SLOPE, as_draws, parse_anchor, rank_ub, score_function
 from oscar_jax.runtime.validate import OscarInputError
+from helpers import ARENA_EXAMPLE
 
 DATA = Path(__file__).resolve().parent / "data"
 # Closed-form identities evaluated in float64 on O(1) numbers: rounding only.
@@ -24,21 +24,21 @@ EXACT = 1e-9
 
 @pytest.fixture(scope="module")
 def result():
-    return oj.fit(DATA / "eco_arena.csv", "j+p")
+    return oj.fit(ARENA_EXAMPLE, "j+p")
 
 
 def test_elo_is_affine_in_average_judge_logit_and_gives_q(result):
     board = arena_leaderboard(result, scale="elo").set_index("candidate")
+    logit = arena_leaderboard(result, scale="logit").set_index("candidate").loc[board.index]
     names = list(result.design.candidates)
     x = result.gamma_bar * result.scores
-    elo = board.loc[names, "elo"].to_numpy()
+    elo = board.loc[names, "score"].to_numpy()
     np.testing.assert_allclose(elo, 1000.0 + 400.0 / math.log(10.0) * x, rtol=0, atol=EXACT)
     # Arena's reading of ratings: P(i beats j) = 1 / (1 + 10^((R_j − R_i)/400)) = q_ij.
     q = 1.0 / (1.0 + 10.0 ** ((elo[None, :] - elo[:, None]) / 400.0))
     np.testing.assert_allclose(q, result.win_prob, rtol=0, atol=EXACT)
-    assert board["score"].equals(board["elo"])
     # Unanchored, the Elo interval is the logit interval mapped by the same affine map.
-    np.testing.assert_allclose(board.elo_hi - board.elo, ELO_SLOPE * (board.logit_hi - board.logit), atol=EXACT)
+    np.testing.assert_allclose(board.score_hi - board.score, ELO_SLOPE * (logit.score_hi - logit.score), atol=EXACT)
 
 
 def test_anchoring_recomputes_the_contrast_variance(result):
@@ -51,14 +51,15 @@ def test_anchoring_recomputes_the_contrast_variance(result):
     board = arena_leaderboard(result, scale="elo", anchor="gpt-4-0314=1114").set_index("candidate")
     plain = arena_leaderboard(result, scale="elo").set_index("candidate")
     np.testing.assert_allclose(board.loc[names, "se_logit"].to_numpy(), want, rtol=1e-10, atol=EXACT)
-    assert board.loc["gpt-4-0314", "elo"] == pytest.approx(1114.0, abs=EXACT)
-    assert board.loc["gpt-4-0314", "plus"] == 0.0 and board.loc["gpt-4-0314", "minus"] == 0.0
+    anchor = board.loc["gpt-4-0314"]
+    assert anchor.score == pytest.approx(1114.0, abs=EXACT)
+    assert anchor.score_hi - anchor.score == 0.0 and anchor.score - anchor.score_lo == 0.0
     # Points move by a constant; intervals do not: the anchor's variance lands on the others.
-    shift = board.elo - plain.loc[board.index, "elo"]
+    shift = board.score - plain.loc[board.index, "score"]
     np.testing.assert_allclose(shift, shift.iloc[0], atol=EXACT)
     others = [n for n in names if n != "gpt-4-0314"]
-    width = (board.loc[others, "elo_hi"] - board.loc[others, "elo_lo"]).to_numpy()
-    plain_width = (plain.loc[others, "elo_hi"] - plain.loc[others, "elo_lo"]).to_numpy()
+    width = (board.loc[others, "score_hi"] - board.loc[others, "score_lo"]).to_numpy()
+    plain_width = (plain.loc[others, "score_hi"] - plain.loc[others, "score_lo"]).to_numpy()
     assert np.all(np.abs(width - plain_width) > 1.0)  # Elo points; a shift would leave them equal
     assert board.attrs["anchor"] == "gpt-4-0314" and board.attrs["anchor_value"] == 1114.0
 
@@ -73,9 +74,9 @@ def test_board_columns_order_and_rank_ub(result):
     board = arena_leaderboard(result, scale="logit", ci="model", ci_prob=0.9)
     assert board.score.is_monotonic_decreasing
     assert board["rank"].tolist() == list(range(1, len(board) + 1))
-    assert board.rank_ub.tolist() == rank_ub(board.lo, board.hi).tolist()
+    assert board.rank_ub.tolist() == rank_ub(board.score_lo, board.score_hi).tolist()
     z = norm.ppf(0.95)
-    np.testing.assert_allclose(board.hi - board.score, z * board.se_logit, atol=EXACT)
+    np.testing.assert_allclose(board.score_hi - board.score, z * board.se_logit, atol=EXACT)
     assert board.votes.tolist() == [result.design.counts["candidate_votes"][c] for c in board.candidate]
     text = arena_text(board)
     assert "90% CI (+x/−y)" in text and "Rank (UB)" in text and "model-based" in text
@@ -125,31 +126,39 @@ def test_draw_intervals_are_percentiles_around_the_full_data_fit(result):
     se = np.sqrt(np.diag(jac @ cov_u @ jac.T))
     np.testing.assert_allclose(board.score, x, atol=EXACT)
     # Monte-Carlo error of a 2.5% quantile with B = 4000 is ≈ 0.04 σ; allow 0.15 σ.
-    for side, sign in (("lo", -1.0), ("hi", 1.0)):
+    for side, sign in (("score_lo", -1.0), ("score_hi", 1.0)):
         err = np.abs(board[side].to_numpy() - (x + sign * 1.959964 * se)) / se
         assert np.all(err < 0.15), (side, err)
     assert board.attrs["n_draws"] == 4000
     # Shifted draws move the interval, never the point estimate (the full-data fit).
     shifted = arena_leaderboard(result, ci="bootstrap", scale="logit", draws=draws + 0.5).set_index("candidate")
     np.testing.assert_allclose(shifted.loc[names, "score"], x, atol=EXACT)
-    assert np.any(np.abs(shifted.loc[names, "lo"].to_numpy() - board.lo.to_numpy()) > 0.01)
+    assert np.any(np.abs(shifted.loc[names, "score_lo"].to_numpy() - board.score_lo.to_numpy()) > 0.01)
     with pytest.raises(OscarInputError, match=r"draws must have shape"):
         arena_leaderboard(result, ci="bayes", draws=draws[:, :2])
     with pytest.raises(OscarInputError, match=r"needs draws="):
         arena_leaderboard(result, ci="bootstrap")
 
 
-def test_interval_sources_are_the_library_functions():
-    import oscar_jax.bayes
-
-    assert interval_source("bootstrap") is oj.bootstrap
-    assert interval_source("bayes") is oscar_jax.bayes.fit_bayes
-    with pytest.raises(OscarInputError, match=r"Requested ci 'sandwich' but it must be one of"):
-        interval_source("sandwich")
+def test_a_fit_with_bootstrap_draws_is_the_bootstrap_s_board(result):
+    """One path: the fit's tables with a bootstrap's draws (``oscar fit --ci bootstrap``) give the
+    bootstrap's own intervals, bit for bit, on every scale; the point estimates stay the fit's."""
+    boot = oj.bootstrap(result.design, result.spec, replicates=20, seed=1, full=result)
+    for scale, anchor in (("logit", None), ("elo", "gpt-4-0314=1114"), ("winrate", "gpt-4-0314")):
+        via_fit = result.leaderboard(scale=scale, anchor=anchor, draws=boot).set_index("candidate")
+        own = boot.leaderboard(scale=scale, anchor=anchor).set_index("candidate").loc[via_fit.index]
+        cols = ["score", "score_lo", "score_hi", "rank_ub", "s", "s_lo", "s_hi", "q_field", "q_field_lo", "q_field_hi"]
+        np.testing.assert_array_equal(via_fit[cols].to_numpy(), own[cols].to_numpy())
+        assert via_fit.attrs["ci"] == own.attrs["ci"] == "bootstrap" and via_fit.attrs["n_draws"] == 20
+    wm = result.win_matrix(draws=boot)
+    np.testing.assert_array_equal(wm[["q", "q_lo", "q_hi"]].to_numpy(), boot.win_matrix()[["q", "q_lo", "q_hi"]].to_numpy())
+    assert wm.se_logit.isna().all()  # draw intervals have no delta-method SE
+    np.testing.assert_array_equal(result.judges(draws=boot)[["kappa_lo", "kappa_hi"]].to_numpy(),
+                                  boot.judges()[["kappa_lo", "kappa_hi"]].to_numpy())
 
 
 def test_judge_intervals_are_wald_on_the_coefficients(result):
-    table = judge_intervals(result)
+    table = result.judges()
     se = np.sqrt(np.diag(result.covariance("sandwich")))[result.layout.theta_blocks["pos"]]
     np.testing.assert_allclose(table.beta_pos_hi - table.beta_pos, result.z * se, atol=EXACT)
     assert table.beta_len_lo.isna().all()  # no lengths in the data: J+P has no length term
@@ -164,8 +173,10 @@ def test_draws_from_a_bootstrap_leave_out_failed_replicates(result):
     point_ok = np.asarray(core.point_ok, bool).copy()
     point_ok[2] = False
     boot = dataclasses.replace(boot, batch=dataclasses.replace(boot.batch, core=core._replace(point_ok=point_ok)))
-    draws, failed = theta_draws(boot, result.layout, "bootstrap")
-    assert draws.shape == (int(point_ok.sum()), result.layout.n_theta) and failed == 6 - int(point_ok.sum())
-    np.testing.assert_array_equal(draws, np.asarray(core.theta)[point_ok])
-    with pytest.raises(TypeError, match="BootstrapResult or a BayesResult"):
-        theta_draws(np.zeros((3, result.layout.n_theta)), result.layout, "bootstrap")
+    draws = boot.theta_draws()
+    assert draws.theta.shape == (int(point_ok.sum()), result.layout.n_theta)
+    assert draws.n_failed == 6 - int(point_ok.sum()) and draws.kind == "percentile" and draws.source == "bootstrap"
+    np.testing.assert_array_equal(draws.theta, np.asarray(core.theta)[point_ok])
+    np.testing.assert_array_equal(draws.targets.x, np.asarray(boot.batch.targets.x)[point_ok])
+    with pytest.raises(OscarInputError, match="draws must have shape"):
+        as_draws(np.zeros((3, 2)), result.layout)

@@ -11,6 +11,7 @@ import oscar_jax as oj
 from oscar_jax.cli.main import main
 from oscar_jax.report.render import TABLE_WIDTH, render_table, shorten, shorten_names, table_width
 from oscar_jax.report.text import judges_text, win_text
+from helpers import ARENA_EXAMPLE
 
 DATA = Path(__file__).resolve().parent / "data"
 LONG_JUDGES = {"claude-3-opus": "anthropic-research/claude-3-opus-20240229-judge",
@@ -23,7 +24,7 @@ LONG_MODELS = {"gpt-4-0314": "openai-platform/gpt-4-0314-snapshot-model",
 
 @pytest.fixture(scope="module")
 def long_names(tmp_path_factory):
-    frame = pd.read_csv(DATA / "eco_arena.csv")
+    frame = pd.read_csv(ARENA_EXAMPLE)
     frame["judge"] = frame["judge"].map(LONG_JUDGES)
     for col in ("model_a", "model_b"):
         frame[col] = frame[col].map(LONG_MODELS)

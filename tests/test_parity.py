@@ -25,7 +25,7 @@ import oscar_jax as oj
 from oscar_jax.io.data import load_judgments
 from oscar_jax.report.leaderboard import arena_leaderboard
 
-from helpers import shared_data
+from helpers import ARENA_EXAMPLE, shared_data
 
 evalica = pytest.importorskip("evalica")
 choix = pytest.importorskip("choix")
@@ -65,12 +65,12 @@ def check_parity(source):
     assert np.max(np.abs(s - ch)) < CHOIX_ATOL
     board = arena_leaderboard(result, scale="elo").set_index("candidate")
     elo_evalica = 1000.0 + 400.0 / math.log(10.0) * ev
-    assert np.max(np.abs(board.loc[names, "elo"].to_numpy() - elo_evalica)) < 400.0 / math.log(10.0) * EVALICA_ATOL
+    assert np.max(np.abs(board.loc[names, "score"].to_numpy() - elo_evalica)) < 400.0 / math.log(10.0) * EVALICA_ATOL
     return np.max(np.abs(s - ev)), np.max(np.abs(s - ch))
 
 
 def test_parity_on_small_arena_file():
-    check_parity(DATA / "eco_arena.csv")
+    check_parity(ARENA_EXAMPLE)
 
 
 @pytest.mark.data

@@ -16,8 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from oscar_jax.report.palette import OKABE_ITO, SERIES
-from oscar_jax.report.plot_layout import place_labels
+from oscar_jax.report.figures import OKABE_ITO, SERIES, place_labels
 from oscar_jax.report.plots import attenuation_scatter, forest_plot, judge_panel, win_heatmap
 from oscar_jax.sweep import SweepResult
 
@@ -96,7 +95,7 @@ def check(drawn, min_texts: int):
 def test_forest(drawn, tmp_path, n):
     rng = np.random.default_rng(n)
     score = np.sort(rng.normal(size=n))[::-1]
-    table = pd.DataFrame({"candidate": names(n), "score": score, "lo": score - 0.3, "hi": score + 0.3})
+    table = pd.DataFrame({"candidate": names(n), "score": score, "score_lo": score - 0.3, "score_hi": score + 0.3})
     forest_plot(table, tmp_path / "forest.png")
     check(drawn, n + 3)
 

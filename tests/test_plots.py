@@ -14,6 +14,7 @@ from oscar_jax.attenuation import attenuation
 from oscar_jax.report.leaderboard import arena_leaderboard
 from oscar_jax.report.plots import OKABE_ITO, attenuation_scatter, forest_plot, judge_panel, win_heatmap, write_fit_plots
 from oscar_jax.runtime.validate import OscarInputError
+from helpers import ARENA_EXAMPLE
 
 DATA = Path(__file__).resolve().parent / "data"
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -32,7 +33,7 @@ def assert_real_png(path: Path, min_side: int = 250):
 
 @pytest.fixture(scope="module")
 def fits():
-    pos = oj.fit(DATA / "eco_arena.csv", "j+p")
+    pos = oj.fit(ARENA_EXAMPLE, "j+p")
     return pos, oj.fit(pos.design, "j")
 
 
@@ -50,7 +51,7 @@ def test_plots_from_plain_tables(fits, tmp_path):
     """Bootstrap/Bayes commands pass their own (asymmetric) intervals as tables."""
     pos, j = fits
     table = pd.DataFrame({"candidate": ["a", "b", "c"], "score": [0.4, 0.0, -0.4],
-                          "lo": [0.1, -0.5, -0.6], "hi": [0.9, 0.2, -0.3]})
+                          "score_lo": [0.1, -0.5, -0.6], "score_hi": [0.9, 0.2, -0.3]})
     assert_real_png(forest_plot(table, tmp_path / "forest.png", xlabel="logit"))
     q = np.array([[0.5, 0.6, 0.7], [0.4, 0.5, 0.6], [0.3, 0.4, 0.5]])
     assert_real_png(win_heatmap(q, tmp_path / "heat.png", names=["a", "b", "c"], lo=q - 0.1, hi=q + 0.1))

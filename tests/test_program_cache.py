@@ -1,4 +1,4 @@
-"""Programs stored by oscar_jax.runtime.program_cache give bit-identical results, and stale files are harmless."""
+"""Programs stored by oscar_jax.runtime.jit give bit-identical results, and stale files are harmless."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 import oscar_jax as oj
-from oscar_jax.runtime import compile_cache, program_cache
+from oscar_jax.runtime import cache, jit
+from oscar_jax.runtime.batching import compile_ahead
 from oscar_jax.report.leaderboard import arena_leaderboard
 from oscar_jax.infer.starts import start_points
 from oscar_jax.infer.weights import replicate_key
@@ -24,24 +25,25 @@ ROOT = Path(__file__).resolve().parent.parent
 @pytest.fixture
 def program_folder(tmp_path, monkeypatch):
     # Point only the program cache at a temporary folder; JAX's own compile cache stays off.
-    monkeypatch.setitem(compile_cache._state, "dir", tmp_path)
-    program_cache.forget()
+    monkeypatch.setitem(cache._state, "dir", tmp_path)
+    jit.forget()
     yield tmp_path / "exported"
-    program_cache.forget()
+    jit.forget()
 
 
 # The seeded draws and the draw-based leaderboard are stored programs too.
-_DRAW_PROGRAMS = {"_bootstrap_weights", "_permutation", "_replicate_key", "_draw_starts", "_draw_scores"}
+_DRAW_PROGRAMS = {"_bootstrap_weights", "_permutation", "_replicate_key", "_draw_starts", "_draw_scores",
+                  "_targets_of_draws"}
 
 
 def _everything(result):
     board = arena_leaderboard(result, scale="elo", anchor="cand1")
     draws = result.theta + 0.01 * np.arange(4.0)[:, None]
-    by_draws = arena_leaderboard(result, ci="bootstrap", draws=draws)
+    by_draws = arena_leaderboard(result, ci="bootstrap", draws=draws, anchor="cand1")
     return [result.theta, result.covariance("sandwich"), result.covariance("model"), result.scores,
             result.leaderboard().select_dtypes("number").to_numpy(),
-            result.judges().select_dtypes("number").to_numpy(dtype=float), board[["score", "lo", "hi"]].to_numpy(),
-            by_draws[["score", "lo", "hi"]].to_numpy(), oj.bootstrap_weights(7, result.design.n_clusters, 5),
+            result.judges().select_dtypes("number").to_numpy(dtype=float), board[["score", "score_lo", "score_hi"]].to_numpy(),
+            by_draws[["score", "score_lo", "score_hi"]].to_numpy(), oj.bootstrap_weights(7, result.design.n_clusters, 5),
             oj.prompt_folds(result.design, 3, seed=2), replicate_key(4, 2),
             start_points(result.layout, 3, jax.random.PRNGKey(5))]
 
@@ -55,13 +57,13 @@ def _same_bits(a, b):
 
 def test_stored_programs_are_bit_identical_to_plain_jit(program_folder, monkeypatch):
     design = oj.simulate_design(seed=3, n_prompts=150)
-    monkeypatch.setitem(compile_cache._state, "dir", None)
+    monkeypatch.setitem(cache._state, "dir", None)
     plain = _everything(oj.fit(design, "oscar", seed=1))          # plain jax.jit
-    monkeypatch.setitem(compile_cache._state, "dir", program_folder.parent)
+    monkeypatch.setitem(cache._state, "dir", program_folder.parent)
     exported = _everything(oj.fit(design, "oscar", seed=1))       # traced, exported, stored
     files = sorted(program_folder.iterdir())
     assert any(f.name.startswith("fit_core_seeded-") for f in files) and len(files) >= 5
-    program_cache.forget()                                          # as a new process would
+    jit.forget()                                          # as a new process would
     traced = []
     jax.monitoring.register_event_duration_secs_listener(
         lambda event, d, **kw: traced.append(kw.get("fun_name")) if event.endswith("jaxpr_trace_duration") else None)
@@ -73,15 +75,15 @@ def test_stored_programs_are_bit_identical_to_plain_jit(program_folder, monkeypa
 
 
 def _compiles_and_results(design, board_ahead=False):
-    from oscar_jax.report.leaderboard import prepare_board_program
     from oscar_jax.model.problem import prepare
+    from oscar_jax.results.boards import prepare_board_program
 
     count = []
     listener = lambda event, d, **kw: count.append(event) if event.endswith("backend_compile_duration") else None  # noqa: E731
     jax.monitoring.register_event_duration_secs_listener(listener)
     try:
         if board_ahead:  # as the CLI's fit command does
-            prepare_board_program(prepare(design, "oscar").layout)
+            prepare_board_program(prepare(design, "oscar").layout, list(design.candidates).index("cand1"))
         out = _everything(oj.fit(design, "oscar", seed=1))
     finally:
         from jax._src import monitoring
@@ -94,20 +96,20 @@ def test_programs_compiled_ahead_are_the_ones_called_bit_for_bit(program_folder)
     # The CLI compiles the report programs on a worker thread while the fit compiles
     # (compile_ahead): the call must use that executable (no second compilation), and the
     # executable is the one the plain path compiles (same bits).
-    from oscar_jax.report.leaderboard import _scores_and_se_jit
     from oscar_jax.infer.sandwich import covariances_program, target_se, targets_jit
+    from oscar_jax.results.boards import _scores_and_se_jit
 
     design = oj.simulate_design(seed=6, n_prompts=150)
     n_plain, plain = _compiles_and_results(design)
-    program_cache.forget()
-    with program_cache.compile_ahead():
+    jit.forget()
+    with compile_ahead():
         n_ahead, ahead = _compiles_and_results(design, board_ahead=True)
     _same_bits(plain, ahead)
     assert n_ahead == n_plain
     for prepared in (covariances_program(design.n_cells), target_se, targets_jit, _scores_and_se_jit):
         assert any(isinstance(p, jax.stages.Compiled) for p in prepared._programs.values()), prepared.__name__
     # Outside the block, prepare is a no-op: the library does not compile what it may not call.
-    program_cache.forget()
+    jit.forget()
     oj.fit(design, "oscar", seed=1)
     assert not targets_jit._programs
 
@@ -121,8 +123,8 @@ def _fails_to_trace(x):
 
 
 def test_a_prepared_program_that_does_not_fit_the_call_is_not_used(program_folder):
-    twice, broken = program_cache.persistent_jit(_double), program_cache.persistent_jit(_fails_to_trace)
-    with program_cache.compile_ahead():
+    twice, broken = jit.persistent_jit(_double), jit.persistent_jit(_fails_to_trace)
+    with compile_ahead():
         twice.prepare(jax.ShapeDtypeStruct((3,), np.float32))  # other argument types: another program
         broken.prepare(np.ones(3))                               # the worker's trace fails
         np.testing.assert_array_equal(twice(np.arange(3.0)), [0.0, 2.0, 4.0])
@@ -140,7 +142,7 @@ def test_corrupt_or_foreign_files_are_replaced(program_folder):
     ref = oj.fit(design, "j+p").theta
     for f in program_folder.iterdir():
         f.write_bytes(b"not a program")
-    program_cache.forget()
+    jit.forget()
     again = oj.fit(design, "j+p").theta
     assert np.array_equal(ref, again)
     core = [f for f in program_folder.iterdir() if f.name.startswith("fit_core_seeded-")]
@@ -164,29 +166,42 @@ def test_under_a_trace_the_plain_jit_runs(program_folder):
     assert after == before
 
 
-def _cache_config(env_extra) -> list[str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("OSCAR_JAX_CACHE_DIR", "JAX_COMPILATION_CACHE_DIR")}
+_SETTINGS = ("import os, jax; from oscar_jax.runtime import cache; print(jax.config.jax_compilation_cache_dir); "
+             "print(jax.config.jax_persistent_cache_min_compile_time_secs); print(cache.cache_dir()); "
+             "print(jax.config.jax_enable_x64, jax.numpy.ones(1).dtype); "
+             "print([v for v in ('JAX_ENABLE_X64', 'JAX_COMPILATION_CACHE_DIR') if v in os.environ])")
+
+
+def _cache_config(env_extra, jax_first: bool = True) -> list[str]:
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("OSCAR_JAX_CACHE_DIR", "JAX_COMPILATION_CACHE_DIR", "JAX_ENABLE_X64",
+                        "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS")}
     env.update(env_extra, PYTHONPATH=str(ROOT))
-    code = ("import jax, oscar_jax as oj; print(jax.config.jax_compilation_cache_dir); "
-            "print(jax.config.jax_persistent_cache_min_compile_time_secs); print(oj.compile_cache.cache_dir())")
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    # JAX imported before oscar_jax (configured through jax.config) or after it (through the
+    # environment, which oscar_jax sets without importing JAX and puts back once JAX has read it).
+    first = "import jax, oscar_jax; " if jax_first else "import oscar_jax, oscar_jax.fit; "
+    out = subprocess.run([sys.executable, "-c", first + _SETTINGS], env=env, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
-    return out.stdout.split("\n")[:3]
+    return out.stdout.split("\n")[:5]
 
 
-def test_python_api_uses_the_cli_cache_and_respects_off_and_user_settings(tmp_path):
+@pytest.mark.parametrize("jax_first", [True, False])
+def test_python_api_uses_the_cli_cache_and_respects_off_and_user_settings(tmp_path, jax_first):
     ours = tmp_path / "ours"
-    assert _cache_config({"OSCAR_JAX_CACHE_DIR": str(ours)}) == [str(ours), "0.0", str(ours)]
+    # (No variable set for JAX's import is left behind for child processes.)
+    assert _cache_config({"OSCAR_JAX_CACHE_DIR": str(ours)}, jax_first) == [str(ours), "0.0", str(ours),
+                                                                              "True float64", "[]"]
     assert ours.is_dir()
-    assert _cache_config({"OSCAR_JAX_CACHE_DIR": "off"}) == ["None", "1.0", "None"]
+    assert _cache_config({"OSCAR_JAX_CACHE_DIR": "off"}, jax_first) == ["None", "1.0", "None", "True float64", "[]"]
     theirs = tmp_path / "theirs"
     # A cache the user configured for JAX stays theirs, with JAX's own thresholds.
-    assert _cache_config({"JAX_COMPILATION_CACHE_DIR": str(theirs)}) == [str(theirs), "1.0", "None"]
+    assert _cache_config({"JAX_COMPILATION_CACHE_DIR": str(theirs)}, jax_first) == [
+        str(theirs), "1.0", "None", "True float64", "['JAX_COMPILATION_CACHE_DIR']"]
 
 
 def test_variadic_functions_are_refused():
     # Their calls could not be keyed by parameter name and would never persist.
     with pytest.raises(TypeError, match=r"\*kw"):
-        program_cache.persistent_jit(lambda x, **kw: x)
+        jit.persistent_jit(lambda x, **kw: x)
     with pytest.raises(TypeError, match=r"\*args"):
-        program_cache.persistent_jit(lambda *args: args[0])
+        jit.persistent_jit(lambda *args: args[0])

@@ -19,7 +19,7 @@ from helpers import REFERENCE_JUDGE, shared_data
 from oscar_jax.cli import main as cli
 from oscar_jax.infer.derivatives import cell_probabilities
 from oscar_jax.model.design import build_design
-from oscar_jax.fit import as_design
+from oscar_jax.model.problem import as_design
 from oscar_jax.attenuation import attenuation_refit, fixed_score_refit
 from oscar_jax.compare import compare
 from oscar_jax.results.jsonable import to_json

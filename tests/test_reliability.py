@@ -12,6 +12,7 @@ import pytest
 import oscar_jax as oj
 from oscar_jax import OscarDataWarning, OscarInputError
 from oscar_jax.io.data import shared_data_dir
+from helpers import ARENA_EXAMPLE
 
 DATA = Path(__file__).parent / "data"
 
@@ -25,7 +26,7 @@ def _scores(result):
 def test_reordered_dataframe_gives_the_reset_result(change):
     # No 'judge' column (arena) and the outcome attached by position: a sorted frame once
     # got its outcomes attached to the wrong records; filtered/concatenated ones crashed.
-    a = pd.read_csv(DATA / "eco_arena.csv").drop(columns="judge")
+    a = pd.read_csv(ARENA_EXAMPLE).drop(columns="judge")
     if change == "sorted":
         a = a.sort_values("model_b")
     elif change == "filtered":
@@ -150,7 +151,7 @@ def test_judge_always_choosing_slot_a_is_separated_and_not_shown_as_confident():
     payload = result.to_dict()
     row = next(r for r in payload["judges"] if r["judge"] == judge)
     assert row["D_lo"] is None and row["D_hi"] is None and "separated" in row["flags"]
-    assert payload["diagnostics"]["flags"]["ok"] is False
+    assert payload["checks"]["flags"]["ok"] is False
     from oscar_jax.report.text import fit_report
 
     text = fit_report(result)
@@ -171,14 +172,13 @@ def test_candidate_winning_every_record_is_separated_and_every_kappa_unbounded()
     result = oj.fit(a, "j+p", warn=False)
     cand, _ = _flags(result)
     assert cand == {c: "separated"}
-    from oscar_jax.infer.identification import interval_status
-
-    status = interval_status(result)
-    assert status["kappa"] == ["unbounded"] * result.design.n_judge
+    status = result.status()
+    assert status.kappa == ("unbounded",) * result.design.n_judge and status is result.status()  # computed once
     payload = result.to_dict()
     row = next(r for r in payload["candidates"] if r["candidate"] == c)
     assert row["score_lo"] is None and row["interval"] == "unbounded"
-    assert all(r["lo"] is None for r in payload["win_prob"] if c in (r["a"], r["b"]))
+    assert all(r["q_lo"] is None for r in payload["win_prob"] if c in (r["a"], r["b"]))
+    assert result.leaderboard().set_index("candidate").loc[c, "interval"] == "unbounded"
 
 
 def test_cli_json_gives_a_separated_candidate_no_interval_on_any_scale(tmp_path, capsys):
@@ -190,7 +190,7 @@ def test_cli_json_gives_a_separated_candidate_no_interval_on_any_scale(tmp_path,
         capsys.readouterr()
         assert main(["fit", str(tmp_path / "sep.csv"), "--model", "j+p", "--scale", scale, "--format", "json"]) == 0
         row = next(r for r in json.loads(capsys.readouterr().out)["candidates"] if r["candidate"] == c)
-        shown = {k: row[k] for k in ("score_lo", "score_hi", f"{scale}_lo", f"{scale}_hi", "plus", "minus")}
+        shown = {k: row[k] for k in ("score_lo", "score_hi", "s_lo", "s_hi", "q_field_lo", "q_field_hi", "se_logit")}
         assert set(shown.values()) == {None}, shown
 
 
@@ -218,7 +218,7 @@ def test_degenerate_outcomes_are_not_estimable_not_zero_width(outcome):
 
 
 def test_certificate_and_lp_agree_on_random_designs():
-    from oscar_jax.infer.identification import _certificate, _free_phi, _linear_rows, _lp_direction
+    from oscar_jax.infer.separation import _certificate, _free_phi, _linear_rows, _lp_direction
 
     for seed in range(4):  # one shape (n_prompts fixed): one compilation
         design = oj.simulate_design(seed=seed, n_prompts=30)
@@ -282,7 +282,7 @@ def test_newline_in_a_name_does_not_break_the_table():
 def test_loader_notes_are_in_the_text_header():
     from oscar_jax.report.text import header
 
-    a = pd.read_csv(DATA / "eco_arena.csv").drop(columns=["judge"])
+    a = pd.read_csv(ARENA_EXAMPLE).drop(columns=["judge"])
     result = oj.fit(a, "j", warn=False)
     assert "note: no 'judge' column" in header(result)
 
@@ -299,7 +299,7 @@ def test_output_folder_is_checked_before_computing(tmp_path, capsys):
 
 
 def test_atomic_write_leaves_no_partial_file(tmp_path):
-    from oscar_jax.runtime.outputs import atomic_write
+    from oscar_jax.runtime.validate import atomic_write
 
     target = tmp_path / "t.csv"
     target.write_text("old")
@@ -318,7 +318,7 @@ import sys, warnings, jax, jax.numpy as jnp
 jax.config.update("jax_compilation_cache_dir", sys.argv[1])
 jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
 jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
-from oscar_jax.runtime.xla_cache import drop_unreadable_entry
+from oscar_jax.runtime.cache import drop_unreadable_entry
 def show(message, category, filename, lineno, file=None, line=None):
     drop_unreadable_entry(str(message))
     print("warning:", message)

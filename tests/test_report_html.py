@@ -17,9 +17,10 @@ import oscar_jax as oj
 from oscar_jax.cli.main import main
 from oscar_jax.report.leaderboard import arena_leaderboard
 from oscar_jax.report.html import _flags, report_html
+from helpers import ARENA_EXAMPLE
 
 DATA = Path(__file__).resolve().parent / "data"
-BATTLES = str(DATA / "eco_arena.csv")
+BATTLES = str(ARENA_EXAMPLE)
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
@@ -117,6 +118,7 @@ def test_leaderboard_and_judge_tables_match_the_fit(made):
     page = parse(path.read_text(encoding="utf-8"))
     result = oj.fit(BATTLES, "j+p")
     board = arena_leaderboard(result, scale="elo")
+    logit = result.leaderboard().set_index("candidate")
     lb = page.tables[0]
     header = lb[0]
     assert header[:3] == ["Rank (UB)", "Model", "Elo"] and "Votes" in header and "logit" in header
@@ -124,10 +126,10 @@ def test_leaderboard_and_judge_tables_match_the_fit(made):
     col = {h: i for i, h in enumerate(header)}
     for row, ref in zip(lb[1:], board.itertuples()):
         assert int(row[col["Rank (UB)"]]) == ref.rank_ub
-        assert float(row[col["Elo"]]) == pytest.approx(ref.elo, abs=0.5)
-        assert float(row[col["logit"]]) == pytest.approx(ref.logit, abs=5e-4)
+        assert float(row[col["Elo"]]) == pytest.approx(ref.score, abs=0.5)
+        assert float(row[col["logit"]]) == pytest.approx(logit.loc[ref.candidate, "score"], abs=5e-4)
         lo, hi = (float(x) for x in row[col["Elo 95% CI"]].strip("[]").split(","))
-        assert lo == pytest.approx(ref.elo_lo, abs=0.5) and hi == pytest.approx(ref.elo_hi, abs=0.5)
+        assert lo == pytest.approx(ref.score_lo, abs=0.5) and hi == pytest.approx(ref.score_hi, abs=0.5)
         assert int(row[col["Votes"]].replace(",", "")) == ref.votes
     judges = page.tables[1]
     names = [r[0] for r in judges[1:]]
@@ -139,14 +141,14 @@ def test_leaderboard_and_judge_tables_match_the_fit(made):
     assert {r[0] for r in checks[1:]} >= {"converged", "stationarity", "curvature", "connected"}
 
 
-def test_flags_read_from_table_or_json_entries():
-    """Flags are optional on results; they are read from either place and shown when present."""
+def test_flags_read_from_the_table():
+    """Flags are read from the table's flags column (a list or the tables' comma-joined text) and
+    shown only when one is raised."""
     table = pd.DataFrame({"judge": ["a", "b"], "flags": [["few records", "separated"], []]})
-    assert _flags(None, table, "judges", "judge", None) == {"a": "few records, separated", "b": ""}
-    plain = table.drop(columns="flags")
-    payload = {"judges": [{"judge": "a", "flags": ["penalty-dominated"]}, {"judge": "b"}]}
-    assert _flags(None, plain, "judges", "judge", payload) == {"a": "penalty-dominated", "b": ""}
-    assert _flags(None, plain, "judges", "judge", {"judges": [{"judge": "a"}]}) == {}
+    assert _flags(table, "judge") == {"a": "few records, separated", "b": ""}
+    assert _flags(pd.DataFrame({"judge": ["a"], "flags": ["penalty-dominated"]}), "judge") == {"a": "penalty-dominated"}
+    assert _flags(table.drop(columns="flags"), "judge") == {}
+    assert _flags(pd.DataFrame({"judge": ["a"], "flags": [""]}), "judge") == {}
 
 
 def test_flags_column_appears_when_the_result_has_flags(monkeypatch):

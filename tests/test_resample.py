@@ -239,12 +239,15 @@ def test_bootstrap_tables_centre_on_full_fit(boot, full, design):
     assert ref_row.gamma_lo == ref_row.gamma_hi == 1.0  # the reference judge's γ is fixed
     wm = boot.win_matrix()
     assert len(wm) == design.n_cand * (design.n_cand - 1)
-    assert np.all((wm.lo <= wm.hi) & (wm.lo >= 0) & (wm.hi <= 1))
+    assert np.all((wm.q_lo <= wm.q_hi) & (wm.q_lo >= 0) & (wm.q_hi <= 1))
     rd = boot.rank_distribution()
     probs = rd[[f"p_rank_{r}" for r in range(1, design.n_cand + 1)]].to_numpy()
     np.testing.assert_allclose(probs.sum(axis=1), 1.0, atol=1e-12)
     np.testing.assert_allclose(probs.sum(axis=0), 1.0, atol=1e-12)
-    np.testing.assert_allclose(rd.p_best.sum(), 1.0, atol=1e-12)
+    # the leaderboard's P(best) is the rank distribution's P(rank = 1), under one name each
+    lb = boot.leaderboard().set_index("candidate").loc[rd.candidate]
+    np.testing.assert_array_equal(lb.p_best.to_numpy(), rd.p_rank_1.to_numpy())
+    assert "p_best" not in rd.columns
 
 
 def test_bootstrap_deterministic_and_seed_dependent(boot, design, full):
@@ -278,8 +281,12 @@ def test_chunks_side_by_side_on_threads_give_the_same_bits(design, full, monkeyp
 def test_bootstrap_to_dict_is_json(boot):
     d = json.loads(to_json(boot.to_dict()))
     assert d["replicates"] == 12 and d["failed"] == boot.failed
-    assert {"name", "score", "lo", "hi", "p_best"} <= set(d["candidates"][0])
-    assert {"name", "kappa", "lo", "hi", "D", "D_lo", "D_hi"} <= set(d["judges"][0])
+    assert {"candidate", "score", "score_lo", "score_hi", "p_best", "p_best_mcse"} <= set(d["candidates"][0])
+    assert {"judge", "kappa", "kappa_lo", "kappa_hi", "D", "D_lo", "D_hi"} <= set(d["judges"][0])
+    # P(best) and its Monte Carlo SE: independent replicates, so √(p(1 − p)/B) exactly
+    n = boot.replicates - boot.failed
+    for cand in d["candidates"]:
+        assert cand["p_best_mcse"] == pytest.approx(np.sqrt(cand["p_best"] * (1 - cand["p_best"]) / n), abs=1e-15)
 
 
 def test_cli_bootstrap(tmp_path, frame, capsys):
@@ -297,8 +304,8 @@ def test_cli_bootstrap(tmp_path, frame, capsys):
     assert cli.main(base + ["--format", "csv"]) == 0
     csv = pd.read_csv(io.StringIO(capsys.readouterr().out)).set_index("candidate")
     for cand in payload["candidates"]:
-        for key, col in (("score", "score"), ("lo", "score_lo"), ("hi", "score_hi"), ("s", "s"), ("s_lo", "s_lo")):
-            assert csv.loc[cand["name"], col] == pytest.approx(cand[key], abs=1e-12), (cand["name"], key)
+        for key in ("score", "score_lo", "score_hi", "s", "s_lo"):
+            assert csv.loc[cand["candidate"], key] == pytest.approx(cand[key], abs=1e-12), (cand["candidate"], key)
     assert cli.main(base + ["--out", str(tmp_path / "out")]) == 0
     text = capsys.readouterr().out
     assert "P(best)" in text and "Rank distribution" in text
@@ -307,7 +314,7 @@ def test_cli_bootstrap(tmp_path, frame, capsys):
 
 
 def test_one_step_starts_linearise_the_replicates_and_leave_their_estimates(boot, design, full, monkeypatch):
-    from oscar_jax.infer import one_step
+    from oscar_jax.infer import starts as one_step
 
     # ω = 1 is the full data: its gradient at θ̂ is the solver's residual, so no step.
     at_full = one_step.one_step_starts(full, np.ones((1, design.n_clusters)))

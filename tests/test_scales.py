@@ -12,12 +12,13 @@ import pytest
 
 import oscar_jax as oj
 from oscar_jax.cli.main import main
-from oscar_jax.report.leaderboard import ELO_SLOPE
-from oscar_jax.report.scales import draws_board, fastchat_table, scaled_board
+from oscar_jax.report.leaderboard import fastchat_table
+from oscar_jax.results.boards import ELO_SLOPE
 from oscar_jax.io.filters import select_records
+from helpers import ARENA_EXAMPLE
 
 DATA = Path(__file__).resolve().parent / "data"
-BATTLES = str(DATA / "eco_arena.csv")
+BATTLES = str(ARENA_EXAMPLE)
 EXACT = 1e-9
 
 
@@ -31,17 +32,16 @@ def test_default_score_does_not_depend_on_the_reference_judge(capsys):
     cli, api, results = {}, {}, {}
     for ref in refs:
         payload = run_json(capsys, "fit", BATTLES, "--model", "j+p", "--reference-judge", ref, "--format", "json")
-        assert payload["leaderboard"]["scale"] == "logit"
+        assert payload["scale"]["scale"] == "logit"
         cli[ref] = {c["candidate"]: c for c in payload["candidates"]}
         results[ref] = oj.fit(BATTLES, "j+p", reference_judge=ref, warn=False)
         api[ref] = results[ref].leaderboard().set_index("candidate")
         # The Python table and the CLI print one score: the average-judge logit x = γ̄·s,
-        # with the raw s beside it; the same fit, so equal to rounding.
+        # with the raw s beside it; the same fit and the same table, so equal.
         for name, cand in cli[ref].items():
             row = api[ref].loc[name]
-            assert cand["score"] == pytest.approx(cand["logit"], abs=EXACT)
             for key in ("score", "score_lo", "score_hi", "s", "s_lo", "s_hi"):
-                assert row[key] == pytest.approx(cand[key], abs=EXACT), (ref, name, key)
+                assert row[key] == cand[key], (ref, name, key)
     a, b = (api[r] for r in refs)
     names = list(a.index)
     ds = np.abs(a.loc[names, "s"] - b.loc[names, "s"]).max()
@@ -64,9 +64,12 @@ def test_default_score_does_not_depend_on_the_reference_judge(capsys):
 
 def test_elo_scale_is_elo_in_json_and_csv(capsys):
     payload = run_json(capsys, "fit", BATTLES, "--model", "j+p", "--scale", "elo", "--format", "json")
+    logit = oj.fit(BATTLES, "j+p").leaderboard().set_index("candidate")
     for cand in payload["candidates"]:
-        assert cand["score"] == pytest.approx(cand["elo"], abs=EXACT)
-        assert cand["score_lo"] == pytest.approx(cand["elo_lo"], abs=EXACT)
+        x = logit.loc[cand["candidate"]]
+        assert cand["score"] == pytest.approx(1000 + ELO_SLOPE * x.score, abs=1e-9)
+        assert cand["score_lo"] == pytest.approx(1000 + ELO_SLOPE * x.score_lo, abs=1e-9)
+        assert "elo" not in cand and "logit" not in cand  # one name per quantity: the score is on the scale
     assert main(["fit", BATTLES, "--model", "j+p", "--scale", "elo", "--format", "csv"]) == 0
     csv = pd.read_csv(io.StringIO(capsys.readouterr().out)).set_index("candidate")
     for cand in payload["candidates"]:
@@ -79,27 +82,32 @@ def test_fastchat_format(capsys):
     assert list(table.columns) == ["model", "rating", "variance", "rating_q975", "rating_q025", "num_battles",
                                    "final_ranking"]
     result = oj.fit(BATTLES, "j+p")
-    board = scaled_board(result, scale="elo").set_index("candidate").loc[table.model]
-    np.testing.assert_allclose(table.rating, board.elo, atol=1e-6)
+    board = result.leaderboard(scale="elo").set_index("candidate").loc[table.model]
+    np.testing.assert_allclose(table.rating, board.score, atol=1e-6)
     np.testing.assert_allclose(table.rating_q975 - table.rating, 1.959963984540054 * np.sqrt(table.variance),
                                rtol=1e-6)
     assert (table.num_battles.to_numpy() == board.votes.to_numpy()).all()
     assert (table.final_ranking.to_numpy() == board.rank_ub.to_numpy()).all()
     assert table.rating.mean() == pytest.approx(1000.0, abs=1e-6)
-    assert fastchat_table(result).equals(fastchat_table(result, board=scaled_board(result, scale="elo")))
+    direct = fastchat_table(result.leaderboard(scale="elo"))
+    assert list(direct.model) == list(table.model)
+    np.testing.assert_allclose(direct[["rating", "variance", "rating_q975", "rating_q025"]].to_numpy(),
+                               table[["rating", "variance", "rating_q975", "rating_q025"]].to_numpy(), rtol=1e-12)
+    with pytest.raises(oj.OscarInputError, match="Elo scale"):
+        fastchat_table(result.leaderboard())
 
 
 def test_winrate_is_the_win_probability_against_the_baseline(capsys):
     result = oj.fit(BATTLES, "j+p")
     base = "gpt-4-0314"
-    board = scaled_board(result, scale="winrate", baseline=base).set_index("candidate")
+    board = result.leaderboard(scale="winrate", anchor=base).set_index("candidate")
     names = list(result.design.candidates)
     q = result.win_prob
     for name in names:
         expected = 50.0 if name == base else 100 * q[names.index(name), names.index(base)]
         assert board.loc[name, "score"] == pytest.approx(expected, abs=1e-9)
         if name != base:
-            assert board.loc[name, "lo"] < board.loc[name, "score"] < board.loc[name, "hi"]
+            assert board.loc[name, "score_lo"] < board.loc[name, "score"] < board.loc[name, "score_hi"]
     # The CLI takes the baseline from --anchor (or an arena-hard --baseline).
     assert main(["fit", BATTLES, "--model", "j+p", "--scale", "winrate", "--anchor", base]) == 0
     out = capsys.readouterr().out
@@ -125,7 +133,7 @@ def test_exclude_tie_and_filter_select_records(capsys, tmp_path):
     path = tmp_path / "no_ties.csv"
     frame[~ties].to_csv(path, index=False)
     same = oj.fit(path, "j+p")
-    got = {c["candidate"]: c["logit"] for c in payload["candidates"]}
+    got = {c["candidate"]: c["score"] for c in payload["candidates"]}
     for name, x in zip(same.design.candidates, same.gamma_bar * same.scores):
         assert got[name] == pytest.approx(x, abs=1e-8)
 
@@ -142,33 +150,42 @@ def test_exclude_tie_and_filter_select_records(capsys, tmp_path):
 
 def test_select_records_counts_what_it_drops():
     frame, report = oj.load_judgments(BATTLES, keep_columns=("judge",))
-    out = select_records(frame, report, exclude_tie=True, filters=["judge=claude-3-opus"])
+    out = select_records(frame, report, exclude_ties=True, filters=["judge=claude-3-opus"])
     assert report.n_kept == len(out) and (out.outcome != 0.5).all() and set(out.judge) == {"claude-3-opus"}
     assert report.ties == {"ties": 0, "'tie (bothbad)' ties": 0}
     assert report.dropped["not judge = claude-3-opus"] == 120
 
 
-def test_draws_board_closed_form():
+def test_posterior_board_closed_form():
+    """A board whose point is the draws' mean (a posterior's): mean, sd and percentiles of the
+    contrast, mapped to the scale; with draws of known spread the interval has the normal width."""
+    from types import SimpleNamespace
+
+    from oscar_jax.infer.sandwich import Targets
+    from oscar_jax.results.boards import score_board
+    from oscar_jax.results.intervals import Draws
+
     rng = np.random.default_rng(0)
-    mean = np.array([0.5, 0.0, -0.5])
-    x = mean + rng.normal(0.0, 0.1, size=(20_000, 3))
-    board = draws_board(x, ["a", "b", "c"], [1, 2, 3], scale="elo").set_index("candidate")
+    x = np.array([0.5, 0.0, -0.5]) + rng.normal(0.0, 0.1, size=(20_000, 3))
+    design = SimpleNamespace(candidates=["a", "b", "c"])
+    layout = SimpleNamespace(n_theta=3)
+    draws = Draws(theta=np.zeros((len(x), 3)), targets=Targets(*([None] * 7))._replace(x=x), kind="eti", source="bayes")
+    post = SimpleNamespace(design=design, layout=layout, ci_prob=0.95, point_fit=None, theta_draws=lambda: draws)
+    board = score_board(post, scale="elo").set_index("candidate")
     assert board.loc["a", "score"] == pytest.approx(1000 + ELO_SLOPE * x[:, 0].mean(), abs=EXACT)
-    assert board.loc["a", "hi"] - board.loc["a", "lo"] == pytest.approx(ELO_SLOPE * 2 * 1.96 * 0.1, rel=0.03)
-    wr = draws_board(x, ["a", "b", "c"], [1, 2, 3], scale="winrate", anchor="b").set_index("candidate")
-    assert wr.loc["b", "score"] == 50.0 and wr.loc["b", "lo"] == 50.0
-    assert wr.loc["a", "score"] == pytest.approx(100 / (1 + np.exp(-(x[:, 0] - x[:, 1]).mean())), abs=EXACT)
-    assert list(wr.rank_ub) == [1, 2, 3]
+    assert board.loc["a", "score_sd"] == pytest.approx(ELO_SLOPE * x[:, 0].std(), abs=EXACT)
+    assert board.loc["a", "score_hi"] - board.loc["a", "score_lo"] == pytest.approx(ELO_SLOPE * 2 * 1.96 * 0.1, rel=0.03)
+    assert board.attrs["ci"] == "bayes" and board.attrs["n_draws"] == 20_000
 
 
 def test_bootstrap_scale_and_integer_ranks(capsys):
     payload = run_json(capsys, "bootstrap", BATTLES, "--model", "j+p", "--replicates", "30", "--scale", "elo",
                        "--format", "json")
     result = oj.fit(BATTLES, "j+p")
-    elo = scaled_board(result, scale="elo").set_index("candidate")
+    elo = result.leaderboard(scale="elo").set_index("candidate")
     for cand in payload["candidates"]:
-        assert cand["score"] == pytest.approx(elo.loc[cand["name"], "elo"], abs=1e-6)  # full-data point
-        assert cand["lo"] <= cand["score"] + 1e-9 <= cand["hi"] + 2e-9
+        assert cand["score"] == pytest.approx(elo.loc[cand["candidate"], "score"], abs=1e-6)  # full-data point
+        assert cand["score_lo"] <= cand["score"] + 1e-9 <= cand["score_hi"] + 2e-9
         assert isinstance(cand["rank_lo"], int) and isinstance(cand["rank_hi"], int)
         assert "s" in cand
     assert payload["scale"]["scale"] == "elo"

@@ -14,9 +14,10 @@ import pandas as pd
 import pytest
 
 import oscar_jax as oj
-from oscar_jax.io.data import detect_schema, load_judgments
-from oscar_jax.io.schemas import load_arena_hard
+from oscar_jax.io.data import load_arena_hard, load_judgments
+from oscar_jax.io.schemas import detect_schema
 from oscar_jax.runtime.validate import OscarInputError
+from helpers import ARENA_EXAMPLE
 
 DATA = Path(__file__).resolve().parent / "data"
 # Same records coded differently give the same cells and statistics; only the order of
@@ -25,7 +26,7 @@ SAME_FIT_ATOL = 1e-10
 MODEL = "j+p"  # position is in the model, so a swapped display order would show up
 
 FOREIGN = {
-    "arena": ("eco_arena.csv", "eco_oscar.csv"),
+    "arena": (ARENA_EXAMPLE, "eco_oscar.csv"),
     "evalica": ("eco_evalica.csv", "eco_oscar.csv"),
     "alpacaeval": ("eco_alpacaeval.json", "eco_oscar.csv"),
     "arena-hard": ("eco_arenahard.jsonl", "eco_oscar.csv"),
@@ -105,10 +106,10 @@ def test_arena_hard_null_games_dropped_and_counted():
 
 
 def test_arena_bothbad_kept_apart_or_dropped():
-    frame, report = load_judgments(DATA / "eco_arena.csv")
+    frame, report = load_judgments(ARENA_EXAMPLE)
     assert report.ties == {"ties": 30, "'tie (bothbad)' ties": 16}
     assert set(frame.loc[frame.tie_kind == "bothbad", "outcome"]) == {0.5}
-    dropped, rep2 = load_judgments(DATA / "eco_arena.csv", bothbad="drop")
+    dropped, rep2 = load_judgments(ARENA_EXAMPLE, bothbad="drop")
     assert len(dropped) == 240 - 16
     assert rep2.dropped["'tie (bothbad)' records (bothbad='drop')"] == 16
 

@@ -8,9 +8,10 @@ import pytest
 
 from oscar_jax.cli.main import main
 from oscar_jax.sweep.tables import wilson_interval
+from helpers import ARENA_EXAMPLE
 
 DATA = Path(__file__).resolve().parent / "data"
-BATTLES = str(DATA / "eco_arena.csv")
+BATTLES = str(ARENA_EXAMPLE)
 
 
 def test_wilson_interval_stays_in_the_unit_interval():

@@ -17,7 +17,6 @@ import pandas as pd
 import pytest
 from scipy.stats import kendalltau, t
 
-import oscar_jax as oj
 from oscar_jax.runtime.batching import WORKERS_ENV
 from oscar_jax.cli.main import main
 from oscar_jax.simulate import TABLE_G1, simulate
@@ -32,7 +31,7 @@ from oscar_jax.sweep import (
 )
 from oscar_jax.sweep.metrics import CHECKS
 from oscar_jax.sweep import programs
-from oscar_jax.sweep.programs import padded_prompts, simulate_batch
+from oscar_jax.sweep.programs import padded_prompts, release_compiled, simulate_batch
 from oscar_jax.runtime.validate import OscarInputError
 
 from helpers import n_memory_mappings, record_threads
@@ -318,12 +317,12 @@ def test_release_compiled_frees_executable_mappings():
     """Compiled programs hold memory mappings until released (see tests/conftest.py)."""
     if n_memory_mappings() is None:
         pytest.skip("needs /proc/self/maps (Linux)")
-    oj.release_compiled()
+    release_compiled()
     before = n_memory_mappings()
     for i in range(40):  # 40 distinct programs, each its own executable
         jax.jit(lambda x, i=i: jnp.cumsum(x * i) - jnp.sort(x))(jnp.arange(8.0 + i)).block_until_ready()
     grown = n_memory_mappings()
-    oj.release_compiled()
+    release_compiled()
     after = n_memory_mappings()
     # ~6 mappings per small program; release returns about half of them at once (the
     # rest are allocator pools that later compilations reuse).

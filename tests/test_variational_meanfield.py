@@ -1,4 +1,4 @@
-"""The lean mean-field SVI of oscar_jax.infer.variational (``meanfield_fit``, used by the audit's
+"""The lean mean-field SVI of oscar_jax.infer.posterior (``meanfield_fit``, used by the audit's
 ``--method svi``): on models whose posterior is exactly a product of Gaussians in the
 unconstrained coordinates it must find that posterior, and its loss must reach the
 closed-form −log evidence (the ELBO is tight, and the "sticking the landing" loss has no
@@ -17,7 +17,7 @@ import numpyro.distributions as dist
 from scipy import stats
 
 import oscar_jax  # noqa: F401  (float64)
-from oscar_jax.infer.variational import SviSettings, elbo_plateau, meanfield_fit
+from oscar_jax.infer.posterior import SviSettings, elbo_plateau, meanfield_fit
 
 SIGMA_Y = 0.7
 

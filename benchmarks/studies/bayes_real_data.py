@@ -28,7 +28,7 @@ from arviz_stats.base import array_stats
 
 import oscar_jax as oj
 from oscar_jax.bayes import fit_bayes
-from oscar_jax.fit import as_design
+from oscar_jax.model.problem import as_design
 from oscar_jax.results.intervals import draw_ranks
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"

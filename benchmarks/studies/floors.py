@@ -60,7 +60,7 @@ def fit_terms(n_records: int, n_cand: int = 50, n_judge: int = 20, seed: int = 0
     from benchmarks.baseline_scipy import ScipyFit
     from benchmarks.bench_scaling import sim_params
     from oscar_jax.infer.derivatives import expected_information
-    from oscar_jax.fit import start_points
+    from oscar_jax.infer.starts import start_points
     from oscar_jax.infer.fit_core import fit_core_jit, penalized_vgh
     from oscar_jax.model.params import Layout
     from oscar_jax.simulate import simulate_jit

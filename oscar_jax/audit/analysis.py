@@ -27,7 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
-from ..infer.convergence import rhat_flag
+from ..infer.posterior import rhat_flag
 from ..report.render import current_width, fill, fmt_ci, render_table
 from ..runtime.validate import OscarInputError, check_choice, check_ci_prob, check_positive_int
 from .bayes import AuditPosterior, fit_audit_model

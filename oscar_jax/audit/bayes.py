@@ -18,7 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 from numpyro.infer import MCMC, NUTS
 
-from ..infer.convergence import rhat_message, rhat_ok
+from ..infer.posterior import rhat_message, rhat_ok
 from ..runtime.progress import announce, bar_enabled
 from ..runtime.validate import OscarInputError, check_choice, check_ci_prob, check_positive_int
 from .bayes_models import (
@@ -70,7 +70,7 @@ def fit_audit_model(data: AuditData, reference: str, *, others=None, seed: int =
         posterior fitted by NumPyro SVI with optax Adam (:mod:`oscar_jax.audit.bayes_svi`;
         the NUTS options are then unused). Its intervals may be too narrow.
     svi
-        :class:`~oscar_jax.infer.variational.SviSettings` for ``method="svi"`` (default:
+        :class:`~oscar_jax.infer.posterior.SviSettings` for ``method="svi"`` (default:
         :data:`~oscar_jax.audit.bayes_svi.AUDIT_SVI`).
     warn
         SVI: warn (``VariationalWarning``) that the intervals may be too narrow, and when

@@ -10,8 +10,8 @@ give δ intervals close to NUTS'; in the original coordinates mean-field interva
 about half as wide as NUTS' on the worked example of docs/audit.md.
 
 The optimizer, guides, plateau check and ELBO trace are the shared ones of
-:mod:`oscar_jax.infer.variational` (Adam on a warm-up/cosine schedule in one ``lax.scan``). The
-default mean-field guide runs as :func:`~oscar_jax.infer.variational.meanfield_fit`, the
+:mod:`oscar_jax.infer.posterior` (Adam on a warm-up/cosine schedule in one ``lax.scan``). The
+default mean-field guide runs as :func:`~oscar_jax.infer.posterior.meanfield_fit`, the
 AutoNormal ELBO written directly on the model's ``potential_energy``: on the worked
 example it compiles in ~7 s instead of ~25 s and steps in ~8 ms instead of ~30 ms, and
 its plateau check includes the ELBO still to gain from the last window's gradients.
@@ -34,7 +34,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..runtime.validate import OscarInputError, check_ci_prob
-from ..infer.variational import (NARROW_WARNING, SviSettings, VariationalWarning, elbo_plateau, guide_draws, guide_name, make_guide,
+from ..infer.posterior import (NARROW_WARNING, SviSettings, VariationalWarning, elbo_plateau, guide_draws, guide_name, make_guide,
     meanfield_fit, optimize, plateau_message)
 from .bayes_models import BayesPrior, centred_effects, logit_model_centred, ordinal_model_centred
 from .data import AuditData
@@ -130,7 +130,7 @@ def fit_audit_svi(data: AuditData, reference: str, *, others=None, seed: int = 0
     ci_prob = check_ci_prob(ci_prob)
     settings = AUDIT_SVI if settings is None else settings
     if not isinstance(settings, SviSettings):
-        raise OscarInputError(f"svi must be an oscar_jax.infer.variational.SviSettings, got {type(settings).__name__}")
+        raise OscarInputError(f"svi must be an oscar_jax.infer.posterior.SviSettings, got {type(settings).__name__}")
     if settings.batch_size is not None:
         raise OscarInputError("the audit's SVI uses every (item, condition) cell each step; leave batch_size unset")
     setup = setup_model(data, reference, interaction)

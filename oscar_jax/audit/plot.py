@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..report.figures import new_figure, save_png
-from ..report.palette import OKABE_ITO, SERIES
+from ..report.figures import OKABE_ITO, SERIES, new_figure, save_png
 from .inference import METRIC_LABEL, PERCENT_METRICS
 
 __all__ = ["OKABE_ITO", "plot_effects"]

@@ -81,7 +81,7 @@ class AuditPosterior:
         """The ELBO trace as an xarray Dataset (SVI; None for NUTS), as in ``fit_bayes``'s DataTree."""
         if self.elbo is None:
             return None
-        from ..infer.variational import svi_sample_stats
+        from ..infer.posterior import svi_sample_stats
 
         return svi_sample_stats(self.elbo)
 

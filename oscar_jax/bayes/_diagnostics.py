@@ -6,7 +6,7 @@ import arviz_stats
 import numpy as np
 import xarray as xr
 
-from ..infer.convergence import RHAT_MAX, rhat_message
+from ..infer.posterior import RHAT_MAX, rhat_message
 from ._sampler import NutsSettings
 
 __all__ = ["BFMI_MIN", "ESS_PER_CHAIN_MIN", "RHAT_MAX", "compute_diagnostics"]

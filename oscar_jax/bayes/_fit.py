@@ -62,21 +62,22 @@ def _progress_wanted(show_progress: bool | None) -> bool:
     return os.environ.get("OSCAR_PROGRESS") not in ("0", "false", "no", "")
 
 
-def fit_bayes(data, model: str | ModelSpec = "oscar", *, prompt_effect: bool | str | None = None, priors: Priors | None = None,
+def fit_bayes(data, model: str | ModelSpec | None = None, *, prompt_effect: bool | str | None = None, priors: Priors | None = None,
               ridge: float | None = None, chains: int = 4, warmup: int = 1000, draws: int = 1000, seed: int = 0,
               target_accept: float = 0.9, dense_mass: bool = True, max_tree_depth: int = 10,
-              reference_judge: str | None = None, family_map=None, covariates=(), schema: str | None = None,
-              bothbad: str = "tie", ci_prob: float = 0.95, ci_kind: str = "eti", keep_prompt_effects: bool | None = None,
+              ci_prob: float = 0.95, ci_kind: str = "eti", keep_prompt_effects: bool | None = None,
               warn: bool = True, show_progress: bool | None = None, method: str = "nuts", svi=None,
-              init: str = "uniform") -> BayesResult:
+              init: str = "uniform", **setup) -> BayesResult:
     """Bayesian OSCAR: NUTS on the point fit's likelihood with Normal(0, 1/λ) priors.
 
     Parameters
     ----------
     data
-        A Design, a path, a DataFrame or records (as for :func:`~oscar_jax.fit`).
+        Anything :func:`~oscar_jax.fit` takes (a path, frame, records, Design or prepared
+        Problem).
     model
-        Model variant (``"oscar"``, ``"j+p"``, ``"davidson+plf"``, … or a ModelSpec); terms
+        Model variant (``"oscar"``, the default, ``"j+p"``, ``"davidson+plf"``, … or a
+        ModelSpec; a Problem's own model by default); terms
         the data cannot support are dropped with a note, and B.2 column selection on the
         full data decides which coefficients are sampled (the others stay at 0).
     prompt_effect
@@ -136,6 +137,10 @@ def fit_bayes(data, model: str | ModelSpec = "oscar", *, prompt_effect: bool | s
         warm-up starts from the guide's covariance (:mod:`oscar_jax.bayes._warmstart`);
         warm-up still adapts, so the draws are NUTS draws. It pays with a shorter
         ``warmup``; see docs/bayes.md for when it is faster.
+    **setup
+        The other set-up keywords of :func:`~oscar_jax.model.problem.prepare`
+        (``reference_judge``, ``family_map``, ``covariates``, ``filters``,
+        ``exclude_ties``, ``schema``, …), as for :func:`~oscar_jax.fit`.
 
     Returns
     -------
@@ -169,8 +174,7 @@ def fit_bayes(data, model: str | ModelSpec = "oscar", *, prompt_effect: bool | s
     settings = NutsSettings(chains=chains, warmup=warmup, draws=draws, dense_mass=bool(dense_mass),
                             target_accept=float(target_accept), max_tree_depth=max_tree_depth,
                             progress=_progress_wanted(show_progress))
-    problem = prepare(data, model, ridge=ridge, schema=schema, reference_judge=reference_judge,
-                      family_map=family_map, covariates=covariates, bothbad=bothbad)
+    problem = prepare(data, model, ridge=ridge, **setup)
     design, spec, eff, layout = problem.design, problem.spec, problem.effective_spec, problem.layout
     notes = list(problem.notes)
     resolved = priors.resolved(eff.ridge)

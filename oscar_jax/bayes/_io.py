@@ -1,21 +1,66 @@
-"""Writing a BayesResult: the DataTree as netCDF, summary CSVs, result.json and PNG plots."""
+"""Writing a BayesResult: its JSON, the DataTree as netCDF, summary CSVs and PNG plots."""
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 import xarray as xr
 
-from ..report.figures import new_figure, save_png
-from ..results.intervals import CI_KIND_NAMES
-from ..report.palette import COLOURS, GREY
+from ..infer.sandwich import INDEPENDENCE_NOTE
+from ..report.figures import COLOURS, GREY, new_figure, save_png
 from ..report.render import shorten_names, write_tables
+from ..results.boards import scale_note
+from ..results.intervals import CI_KIND_NAMES
+from ..results.schema import CI_LABELS, payload
 
-__all__ = ["save_idata", "load_idata", "save_result", "plot_forest", "plot_judges", "OKABE_ITO"]
+__all__ = ["bayes_payload", "estimand", "save_idata", "load_idata", "save_result", "plot_forest", "plot_judges",
+           "OKABE_ITO"]
 
 OKABE_ITO = {**COLOURS, "grey": GREY}  # the package's one palette, by name
+
+
+def estimand(result) -> dict:
+    """Which model and sampler produced the numbers, and how the probabilities and their SEs are read."""
+    pe = {"candidate": " + prompt × candidate effect", "slot": " + prompt slot shift"}.get(result.prompt_effect, "")
+    d = result.diagnostics
+    chains = d.get("chains")
+    how = (f"SVI ({d.get('guide')} guide), {d.get('draws')} draws" if result.independent_draws else
+           f"NUTS, {chains} chain{'s' if chains != 1 else ''} × {d.get('draws')} draws")
+    return {"model": f"{result.effective_spec.name}{pe}, posterior by {how}",
+            "point": "posterior mean" + (" on the point fit's scale: each draw's scores are the least-squares "
+                                         "scores of its prompt-averaged q" if result.prompt_effect else ""),
+            "intervals": CI_LABELS["hdi" if result.ci_kind == "hdi" else "bayes"]
+            + ("" if result.prompt_effect else f" (without a prompt effect: {INDEPENDENCE_NOTE})"),
+            "probabilities": "p_best, p_rank_r, p_a_better, p_kappa_greater: shares of the posterior draws, "
+                             "ranked by each draw's sampled s"
+                             + (" (prompt-conditional); q, q_field: posterior means of the prompt-averaged win "
+                                "probabilities" if result.prompt_effect else "; q, q_field: posterior means"),
+            "mcse": ("sd/√n: independent draws" if result.independent_draws
+                     else "sd/√ESS, ArviZ's effective sample size of the mean")}
+
+
+def bayes_payload(result, ci: str | float | None = None, *, ci_prob: float | None = None, scale: str = "logit",
+                  anchor=None) -> dict:
+    """JSON-ready summary (:func:`oscar_jax.results.schema.payload`): ``estimand``, ``scale``,
+    ``candidates``, ``judges``, ``win_prob``, ``rank_distribution``, ``judge_comparisons``, the
+    sampler's ``checks``."""
+    kind, prob = result.interval_request(ci, ci_prob)
+    lb = result.leaderboard(kind, ci_prob=prob, scale=scale, anchor=anchor)
+    jc = result.judge_comparisons()
+    header = {"model": result.spec.name, "fitted_model": result.effective_spec.name,
+              "estimator": "bayes-svi" if result.independent_draws else "bayes-nuts", "estimand": result.estimand(),
+              "prompt_effect": result.prompt_effect, "n_records": int(result.design.n_records),
+              "n_prompts": int(result.design.n_clusters), "reference_judge": result.design.judges[result.design.reference],
+              "seed": result.seed, "priors": asdict(result.priors), "settings": asdict(result.settings),
+              "sigma_prompt": result.sigma_prompt(prob), "ci": kind, "ci_prob": prob}
+    return payload(header=header, scale=scale_note(lb.attrs), leaderboard=lb,
+                   judges=result.judges(kind, ci_prob=prob), win=result.win_matrix(kind, ci_prob=prob),
+                   status=result.status(), design=result.design, checks=result.diagnostics, notes=result.notes,
+                   sections={"rank_distribution": result.rank_distribution(), "judge_comparisons": jc},
+                   tail={"timing": result.timing})
 
 
 @lru_cache(maxsize=1)
@@ -147,11 +192,11 @@ def save_result(result, out_dir, *, ci_prob: float, plots: bool = True) -> list[
         "leaderboard": result.leaderboard(ci_prob=ci_prob),
         "judges": result.judges(ci_prob=ci_prob),
         "win_prob": result.win_matrix(ci_prob=ci_prob),
-        "rank_probabilities": result.rank_probabilities().reset_index(),
+        "rank_distribution": result.rank_distribution(),
         "judge_comparisons": result.judge_comparisons(),
         "summary": result.summary(ci_prob=ci_prob).reset_index().rename(columns={"index": "variable"}),
     }
-    written = write_tables(out, tables, result.to_dict(ci_prob))
+    written = write_tables(out, tables, result.to_dict(ci_prob=ci_prob))
     written.append(save_idata(result.idata, out / "posterior.nc"))
     if plots:
         written.append(plot_forest(result, out / "forest_q.png", ci_prob))

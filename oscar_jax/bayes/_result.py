@@ -1,22 +1,29 @@
-"""BayesResult: the posterior as an ArviZ DataTree, tidy tables and sampling diagnostics."""
+"""BayesResult: the posterior as an ArviZ DataTree, tidy tables and sampling diagnostics.
+
+The tables' score, s and κ are on the point fit's scale (:meth:`BayesResult.population`);
+every probability they report comes with its Monte Carlo standard error (``*_mcse``).
+"""
 
 from __future__ import annotations
 
 import warnings
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from functools import cached_property
 
 import arviz_stats
+import jax
 import numpy as np
 import pandas as pd
 import xarray as xr
-from arviz_stats.base import array_stats
 
+from ..infer.sandwich import targets_batch_jit
 from ..model.design import Design
-from ..results.intervals import CI_KINDS, draw_ranks, interval_request, percentiles, rank_probabilities
-from ..results.jsonable import finite_or_none as num, records
 from ..model.params import Layout
 from ..model.spec import ModelSpec
+from ..results.boards import score_board
+from ..results.checks import Status
+from ..results.intervals import CI_KINDS, Draws, draw_interval, draw_ranks, interval_request, mcse_of_mean
+from ..results.schema import rank_table, table
 from ._model import Priors
 from ._sampler import NutsSettings
 
@@ -92,11 +99,9 @@ class BayesResult:
 
         A per-judge variable comes back over every judge: entries that are constants
         (γ of the reference judge, coefficients held at 0) are stored in ``constant_data``
-        and filled in here. ``"x"`` is the average-judge logit γ̄·s of each draw (the
-        leaderboard's score), derived from the stored γ and s.
+        and filled in here. These are the sampled (with a prompt effect, prompt-conditional)
+        variables; :meth:`population` gives s, x and κ on the point fit's scale.
         """
-        if name == "x":  # γ̄ = mean_k γ_k per draw, as in sandwich.targets
-            return self.draws("gamma").mean(axis=-1)[..., None] * self.draws("s")
         dim = f"judge_{name}"
         post = self.idata.posterior
         if name in post and dim not in post[name].dims:
@@ -114,6 +119,50 @@ class BayesResult:
         x = self.draws(name)
         return x.reshape((-1,) + x.shape[2:])
 
+    @cached_property
+    def _population_targets(self):
+        """Targets (s, x, log κ, …) of every :meth:`population_theta` draw, one compiled call."""
+        return jax.tree_util.tree_map(np.asarray, targets_batch_jit(self.population_theta(), self.layout))
+
+    def population(self, name: str) -> np.ndarray:
+        """(chains, draws, …) draws of ``"s"``, ``"x"`` (average-judge logit γ̄·s) or ``"kappa"`` on the
+        point fit's scale: from :meth:`population_theta` with a prompt effect, the sampled ones without."""
+        post = self.idata.posterior
+        lead = (post.sizes["chain"], post.sizes["draw"])
+        if self.prompt_effect:
+            t = self._population_targets
+            values = {"s": t.s, "x": t.x, "kappa": np.exp(t.log_kappa)}[name]
+            return values.reshape(lead + values.shape[1:])
+        if name == "x":  # γ̄ = mean_k γ_k per draw, as in sandwich.targets
+            return self.draws("gamma").mean(axis=-1)[..., None] * self.draws("s")
+        return self.draws(name)
+
+    # The draw protocol (oscar_jax.results.intervals.Draws): the point estimate is the
+    # posterior mean; the draws are on the point fit's scale.
+    point_fit = None
+
+    def theta_draws(self) -> Draws:
+        """The :meth:`population_theta` draws that are finite, as :class:`~oscar_jax.results.intervals.Draws`."""
+        theta = self.population_theta()
+        ok = np.all(np.isfinite(theta), axis=1)
+        t = (self._population_targets if self.prompt_effect
+             else jax.tree_util.tree_map(np.asarray, targets_batch_jit(theta, self.layout)))
+        return Draws(theta=theta[ok], targets=jax.tree_util.tree_map(lambda a: a[ok], t), kind=self.ci_kind,
+                     source="bayes", n_failed=int((~ok).sum()))
+
+    def status(self, ci=None) -> Status:
+        """Every interval shown (see :mod:`oscar_jax.results.checks`)."""
+        return Status.shown(self.design.n_cand, self.design.n_judge)
+
+    @property
+    def independent_draws(self) -> bool:
+        """SVI's draws are independent samples of its approximation; NUTS's are Markov chains."""
+        return self.diagnostics.get("method") == "svi"
+
+    def _mcse(self, draws: np.ndarray) -> np.ndarray:
+        """Monte Carlo SE of the mean of (chains, draws, …) draws."""
+        return mcse_of_mean(draws, independent=self.independent_draws)
+
     def interval_request(self, ci=None, ci_prob: float | None = None) -> tuple[str, float]:
         """(kind, level) a table uses: ``ci`` names ``"eti"`` (equal-tailed) or ``"hdi"``
         (highest density), default the result's ``ci_kind``; ``ci_prob`` (or a number given
@@ -128,10 +177,7 @@ class BayesResult:
     @staticmethod
     def _interval(x: np.ndarray, request: tuple[str, float]) -> np.ndarray:
         """(…, 2) interval of the kind and level of ``request`` over the (chain, draw) axes."""
-        kind, prob = request
-        if kind == "hdi":
-            return np.asarray(array_stats.hdi(x, prob, axis=(0, 1)))
-        lo, hi = percentiles(x.reshape((-1,) + x.shape[2:]), prob)
+        lo, hi = draw_interval(x.reshape((-1,) + x.shape[2:]), request[1], request[0])
         return np.stack([lo, hi], axis=-1)
 
     @cached_property
@@ -141,8 +187,8 @@ class BayesResult:
     # ------------------------------------------------------------------ point summaries
     @property
     def scores(self) -> np.ndarray:
-        """(C,) posterior mean of s."""
-        return self._flat("s").mean(axis=0)
+        """(C,) posterior mean of s on the point fit's scale (:meth:`population`)."""
+        return self.population("s").mean(axis=(0, 1))
 
     @property
     def gamma(self) -> np.ndarray:
@@ -151,8 +197,8 @@ class BayesResult:
 
     @property
     def kappa(self) -> np.ndarray:
-        """(K,) posterior mean of κ_k = γ_k RMS(s)."""
-        return self._flat("kappa").mean(axis=0)
+        """(K,) posterior mean of κ_k = γ_k RMS(s), s on the point fit's scale."""
+        return self.population("kappa").mean(axis=(0, 1))
 
     @property
     def D(self) -> np.ndarray:
@@ -172,52 +218,49 @@ class BayesResult:
 
     @cached_property
     def _ranks(self) -> np.ndarray:
-        """(n_draws, C) rank of each candidate in each draw (1 = best)."""
+        """(n_draws, C) rank of each candidate by the sampled s in each draw (1 = best)."""
         return draw_ranks(self._flat("s"))
 
     @property
     def p_best(self) -> pd.Series:
-        """P(candidate i has the highest score) for every candidate."""
+        """P(candidate i has the highest s) for every candidate."""
         return pd.Series((self._ranks == 1).mean(axis=0), index=list(self.design.candidates), name="p_best")
 
-    def rank_probabilities(self) -> pd.DataFrame:
-        """Posterior rank distribution: rows candidates (by posterior mean score), columns ranks 1..C."""
-        c = self.design.n_cand
-        probs = rank_probabilities(self._ranks)
-        frame = pd.DataFrame(probs, index=list(self.design.candidates), columns=list(range(1, c + 1)))
-        frame.index.name = "candidate"
-        return frame.iloc[np.argsort(-self.scores, kind="mergesort")]
+    def rank_distribution(self) -> pd.DataFrame:
+        """Posterior P(rank = r) with Monte Carlo SEs and the expected rank, best first.
+
+        Columns as :meth:`BootstrapResult.rank_distribution`; ranks order the sampled s of
+        each draw, and each probability's ``_mcse`` is sd/√ESS over the chains.
+        """
+        post = self.idata.posterior
+        return rank_table(self.design.candidates, self._ranks, self.population("x").mean(axis=(0, 1)),
+                          independent=self.independent_draws, shape=(post.sizes["chain"], post.sizes["draw"]))
 
     # ------------------------------------------------------------------ tables
-    def leaderboard(self, ci: str | float | None = None, *, ci_prob: float | None = None) -> pd.DataFrame:
+    def leaderboard(self, ci: str | float | None = None, *, ci_prob: float | None = None, scale: str = "logit",
+                    anchor=None) -> pd.DataFrame:
         """Candidates by posterior mean score, with intervals, q against the field and P(best).
 
-        ``score`` is the average-judge logit x = γ̄·s (posterior mean, sd and interval), as in
-        :meth:`FitResult.leaderboard`; the raw s is ``s``, ``s_sd``, ``s_lo``, ``s_hi``.
+        ``score`` is the average-judge logit x = γ̄·s on the point fit's scale (posterior
+        mean, sd and interval), as in :meth:`FitResult.leaderboard`, or on ``scale``
+        relative to ``anchor`` (:mod:`oscar_jax.results.boards`); s is ``s``, ``s_sd``,
+        ``s_lo``, ``s_hi``. ``p_best`` (with its Monte Carlo SE) ranks the sampled s.
         """
         req = self.interval_request(ci, ci_prob)
-        x, s, qf = self.draws("x"), self.draws("s"), self.draws("q_field")
-        x_ci, s_ci, q_ci = self._interval(x, req), self._interval(s, req), self._interval(qf, req)
-        names = self.design.candidates
-        frame = pd.DataFrame({
-            "candidate": names,
-            "score": x.mean(axis=(0, 1)),
-            "score_sd": x.std(axis=(0, 1)),
-            "score_lo": x_ci[:, 0],
-            "score_hi": x_ci[:, 1],
-            "s": s.mean(axis=(0, 1)),
-            "s_sd": s.std(axis=(0, 1)),
-            "s_lo": s_ci[:, 0],
-            "s_hi": s_ci[:, 1],
-            "q_field": qf.mean(axis=(0, 1)),
-            "q_field_lo": q_ci[:, 0],
-            "q_field_hi": q_ci[:, 1],
-            "p_best": self.p_best.to_numpy(),
-            "rank_mean": self._ranks.mean(axis=0),
-            "votes": [self.design.counts.get("candidate_votes", {}).get(c, 0) for c in names],
-        })
-        frame = frame.sort_values("score", ascending=False, kind="mergesort").reset_index(drop=True)
-        frame.insert(0, "rank", np.arange(1, len(frame) + 1))
+        board = score_board(self, ci_prob=req[1], scale=scale, anchor=anchor, kind=req[0])
+        s, qf = self.population("s"), self.draws("q_field")
+        s_ci, q_ci = self._interval(s, req), self._interval(qf, req)
+        post = self.idata.posterior
+        first = (self._ranks == 1).reshape(post.sizes["chain"], post.sizes["draw"], -1).astype(float)
+        frame = table("candidates", {
+            **{c: board[c].to_numpy() for c in board.columns},
+            "s": s.mean(axis=(0, 1)), "s_sd": s.std(axis=(0, 1)), "s_lo": s_ci[:, 0], "s_hi": s_ci[:, 1],
+            "q_field": qf.mean(axis=(0, 1)), "q_field_lo": q_ci[:, 0], "q_field_hi": q_ci[:, 1],
+            "p_best": self.p_best.to_numpy(), "p_best_mcse": self._mcse(first),
+            "expected_rank": self._ranks.mean(axis=0),
+            "votes": [self.design.counts.get("candidate_votes", {}).get(c, 0) for c in self.design.candidates],
+            "interval": [x or "ok" for x in self.status().candidates]}, sort=True)
+        frame.attrs = board.attrs
         return frame
 
     def judges(self, ci: str | float | None = None, *, ci_prob: float | None = None) -> pd.DataFrame:
@@ -225,7 +268,7 @@ class BayesResult:
         req = self.interval_request(ci, ci_prob)
         k = self.design.n_judge
         ref = self.design.reference
-        gamma, kappa = self.draws("gamma"), self.draws("kappa")
+        gamma, kappa = self.draws("gamma"), self.population("kappa")
         g_ci, k_ci = self._interval(gamma, req), self._interval(kappa, req)
         g_ci[ref] = 1.0  # γ_ref ≡ 1 by definition
         kept = self._kept
@@ -233,13 +276,9 @@ class BayesResult:
             "judge": list(self.design.judges),
             "n": [self.design.counts.get("judge_records", {}).get(j, 0) for j in self.design.judges],
             "reference": [i == ref for i in range(k)],
-            "gamma": gamma.mean(axis=(0, 1)),
-            "gamma_lo": g_ci[:, 0],
-            "gamma_hi": g_ci[:, 1],
-            "kappa": kappa.mean(axis=(0, 1)),
-            "kappa_sd": kappa.std(axis=(0, 1)),
-            "kappa_lo": k_ci[:, 0],
-            "kappa_hi": k_ci[:, 1],
+            "gamma": gamma.mean(axis=(0, 1)), "gamma_lo": g_ci[:, 0], "gamma_hi": g_ci[:, 1],
+            "kappa": kappa.mean(axis=(0, 1)), "kappa_sd": kappa.std(axis=(0, 1)),
+            "kappa_lo": k_ci[:, 0], "kappa_hi": k_ci[:, 1],
         }
         nan = np.full(k, np.nan)
         if "D" in self.idata.posterior:
@@ -260,42 +299,46 @@ class BayesResult:
         if "tau" in self.idata.posterior:
             rows["tau"] = np.where(kept["tau"], self.draws("tau").mean(axis=(0, 1)), np.nan)
         rows["columns"] = [",".join(t for t in ("pos", "len", "fam", "cov") if kept[t][i]) or "-" for i in range(k)]
-        return pd.DataFrame(rows)
+        return table("judges", rows)
 
     def win_matrix(self, ci: str | float | None = None, *, ci_prob: float | None = None) -> pd.DataFrame:
-        """q_ij for every ordered pair: posterior mean, sd, interval and P(s_a > s_b)."""
+        """q_ij for every ordered pair: posterior mean, sd, interval, P(s_a > s_b), each mean with its Monte Carlo SE."""
         req = self.interval_request(ci, ci_prob)
         c = self.design.n_cand
         names = self.design.candidates
         q = self.draws("q")                       # (chains, draws, pairs i<j)
-        s = self._flat("s")
+        s = self.draws("s")
         iu = np.triu_indices(c, 1)
         band = self._interval(q, req)
+        better = (s[..., iu[0]] > s[..., iu[1]]).astype(float)
+        mean, sd, q_se = q.mean(axis=(0, 1)), q.std(axis=(0, 1)), self._mcse(q)
+        p_better, p_se = better.mean(axis=(0, 1)), self._mcse(better)
         rows = []
         for p, (i, j) in enumerate(zip(*iu)):
-            mean, sd = float(q[..., p].mean()), float(q[..., p].std())
-            better = float((s[:, i] > s[:, j]).mean())
-            rows.append({"a": names[i], "b": names[j], "q": mean, "sd": sd, "lo": band[p, 0], "hi": band[p, 1],
-                         "p_a_better": better})
-            rows.append({"a": names[j], "b": names[i], "q": 1.0 - mean, "sd": sd, "lo": 1.0 - band[p, 1],
-                         "hi": 1.0 - band[p, 0], "p_a_better": 1.0 - better})
-        return pd.DataFrame(rows)
+            rows.append({"a": names[i], "b": names[j], "q": mean[p], "q_sd": sd[p], "q_mcse": q_se[p],
+                         "q_lo": band[p, 0], "q_hi": band[p, 1], "p_a_better": p_better[p],
+                         "p_a_better_mcse": p_se[p]})
+            rows.append({"a": names[j], "b": names[i], "q": 1.0 - mean[p], "q_sd": sd[p], "q_mcse": q_se[p],
+                         "q_lo": 1.0 - band[p, 1], "q_hi": 1.0 - band[p, 0], "p_a_better": 1.0 - p_better[p],
+                         "p_a_better_mcse": p_se[p]})
+        return table("pairs", {k: [r[k] for r in rows] for k in rows[0]} if rows else {})
 
     def judge_comparisons(self, long: bool = True) -> pd.DataFrame:
-        """P(κ_a > κ_b) for every ordered pair of judges.
+        """P(κ_a > κ_b), with its Monte Carlo SE, for every ordered pair of judges.
 
         κ_a/κ_b = γ_a/γ_b (the RMS(s) factor is common), so this is also P(γ_a > γ_b).
         """
-        kappa = self._flat("kappa")
-        p = (kappa[:, :, None] > kappa[:, None, :]).mean(axis=0)
+        kappa = self.draws("kappa")
+        greater = (kappa[..., :, None] > kappa[..., None, :]).astype(float)
+        p = greater.mean(axis=(0, 1))
         names = list(self.design.judges)
         if not long:
             frame = pd.DataFrame(p, index=names, columns=names)
             frame.index.name = "judge"
             return frame
         i, j = np.where(~np.eye(len(names), dtype=bool))
-        return pd.DataFrame({"judge_a": [names[x] for x in i], "judge_b": [names[x] for x in j],
-                             "p_kappa_greater": p[i, j]})
+        return table("judge_pairs", {"judge_a": [names[x] for x in i], "judge_b": [names[x] for x in j],
+                                     "p_kappa_greater": p[i, j], "p_kappa_greater_mcse": self._mcse(greater)[i, j]})
 
     def summary(self, var_names=None, ci_prob: float | None = None) -> pd.DataFrame:
         """``arviz_stats.summary`` (mean, sd, interval, ESS, R-hat, MCSE) of posterior variables.
@@ -303,7 +346,7 @@ class BayesResult:
         Default variables: the sampled ``theta`` (and σ_u), ``s``, ``q``, ``q_field`` and
         ``kappa`` (none of which holds constants, whose R-hat is undefined).
         """
-        prob = self.interval_level(ci_prob=ci_prob)
+        prob = self.interval_request(ci_prob=ci_prob)[1]
         if var_names is None:
             var_names = [n for n in ("theta", "sigma_prompt", "s", "q", "q_field", "kappa") if n in self.idata.posterior]
         return arviz_stats.summary(self.idata, var_names=list(var_names), ci_prob=prob, ci_kind=self.ci_kind,
@@ -345,49 +388,20 @@ class BayesResult:
         lo, hi = self._interval(x[..., None], self.interval_request(ci_prob=ci_prob))[0]
         return {"mean": float(x.mean()), "sd": float(x.std()), "lo": float(lo), "hi": float(hi)}
 
-    def to_dict(self, ci_prob: float | None = None) -> dict:
-        """JSON-ready summary: candidates, judges, win probabilities, judge comparisons, diagnostics."""
-        prob = self.interval_level(ci_prob=ci_prob)
-        lb, jt = self.leaderboard(ci_prob=prob), self.judges(ci_prob=prob)
+    def estimand(self) -> dict:
+        """Which model and sampler produced the numbers; how its probabilities and their Monte Carlo SEs read."""
+        from ._io import estimand
 
-        candidates = [{"name": r.candidate, "rank": int(r.rank), "mean": num(r.score), "sd": num(r.score_sd),
-                       "lo": num(r.score_lo), "hi": num(r.score_hi), "s_mean": num(r.s), "s_sd": num(r.s_sd),
-                       "s_lo": num(r.s_lo), "s_hi": num(r.s_hi), "q_field": num(r.q_field),
-                       "q_field_lo": num(r.q_field_lo), "q_field_hi": num(r.q_field_hi), "p_best": num(r.p_best),
-                       "rank_mean": num(r.rank_mean), "votes": int(r.votes)} for r in lb.itertuples()]
-        judges = [{"name": r.judge, "n": int(r.n), "reference": bool(r.reference),
-                   "kappa_mean": num(r.kappa), "kappa_sd": num(r.kappa_sd), "kappa_lo": num(r.kappa_lo),
-                   "kappa_hi": num(r.kappa_hi), "gamma_mean": num(r.gamma), "gamma_lo": num(r.gamma_lo),
-                   "gamma_hi": num(r.gamma_hi), "D_mean": num(r.D), "D_lo": num(r.D_lo), "D_hi": num(r.D_hi),
-                   "beta_len_mean": num(r.beta_len), "beta_fam_mean": num(r.beta_fam), "columns": r.columns}
-                  for r in jt.itertuples()]
-        wm = self.win_matrix(ci_prob=prob)
-        jc = self.judge_comparisons()
-        rp = self.rank_probabilities()
-        return {
-            "model": self.spec.name,
-            "fitted_model": self.effective_spec.name,
-            "estimator": "bayes-nuts",
-            "prompt_effect": self.prompt_effect,
-            "n_records": int(self.design.n_records),
-            "n_prompts": int(self.design.n_clusters),
-            "reference_judge": self.design.judges[self.design.reference],
-            "ci_prob": prob,
-            "ci_kind": self.ci_kind,
-            "seed": self.seed,
-            "priors": asdict(self.priors),
-            "settings": asdict(self.settings),
-            "sigma_prompt": self.sigma_prompt(prob),
-            "candidates": candidates,
-            "judges": judges,
-            "win_prob": records(wm),
-            "judge_comparisons": [{"judge_a": a, "judge_b": b, "p_kappa_greater": num(p)}
-                                  for a, b, p in zip(jc.judge_a, jc.judge_b, jc.p_kappa_greater)],
-            "rank_probabilities": {c: [num(x) for x in row] for c, row in zip(rp.index, rp.to_numpy())},
-            "diagnostics": self.diagnostics,
-            "timing": self.timing,
-            "notes": list(self.notes),
-        }
+        return estimand(self)
+
+    def to_dict(self, ci: str | float | None = None, *, ci_prob: float | None = None, scale: str = "logit",
+                anchor=None) -> dict:
+        """JSON-ready summary (:func:`oscar_jax.bayes.bayes_payload`): ``estimand`` (which model and
+        sampler produced the numbers), ``scale``, ``candidates``, ``judges``, ``win_prob``,
+        ``rank_distribution``, ``judge_comparisons``, the sampler's ``checks``."""
+        from ._io import bayes_payload
+
+        return bayes_payload(self, ci, ci_prob=ci_prob, scale=scale, anchor=anchor)
 
     def warn_if_poor(self, stacklevel: int = 2) -> None:
         """Issue a :class:`BayesWarning` for every failed convergence diagnostic."""

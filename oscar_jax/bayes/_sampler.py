@@ -25,10 +25,9 @@ from numpyro.distributions.transforms import biject_to
 from numpyro.infer.hmc import hmc
 from numpyro.infer.util import potential_energy
 
-from ..model.links import net_preference
+from ..model.links import QUAD_NODES, marginal_win_prob, net_preference
 from ..model.params import Layout
 from ..runtime.progress import progress
-from ..model.prompt_average import QUAD_NODES, marginal_win_prob
 from ..infer.sandwich import field_probability, targets
 from ..runtime.validate import OscarInputError, check_positive_int
 from ._model import ModelData, oscar_model, prompt_prior, theta_from_unconstrained

@@ -34,11 +34,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..fit import fit_problem
+from ..fit import fit
 from ..model.params import Layout
 from ..model.problem import Problem
 from ..runtime.validate import OscarInputError
-from ..infer.variational import (GUIDES, NARROW_WARNING, SviSettings, VariationalWarning, elbo_plateau, guide_name, make_guide,
+from ..infer.posterior import (GUIDES, NARROW_WARNING, SviSettings, VariationalWarning, elbo_plateau, guide_name, make_guide,
     optimize, optimizer, plateau_message, schedule, svi_sample_stats)
 from ._datatree import to_datatree
 from ._model import ModelData, oscar_model, theta_from_unconstrained, unconstrained_from_theta
@@ -46,7 +46,7 @@ from ._result import BayesResult
 from ._sampler import Draws
 
 # The generic parts (settings, guides, optax optimizer, the scan, the plateau check) live in
-# oscar_jax.infer.variational, shared with the audit's SVI; their names stay importable from here.
+# oscar_jax.infer.posterior, shared with the audit's SVI; their names stay importable from here.
 __all__ = ["SviSettings", "fit_bayes_svi", "run_svi", "run_svi_jit", "elbo_plateau", "VariationalWarning",
            "NARROW_WARNING", "GUIDES", "optimizer", "schedule", "svi_sample_stats"]
 
@@ -119,7 +119,7 @@ run_svi_jit = jax.jit(run_svi, static_argnames=("layout", "n_clusters", "setting
 def mode_start(problem, md, mask, seed: int):
     """The posterior mode's approximation, the penalized point fit θ̂ (same ridge, same B.2
     columns), in the sampled (unconstrained) coordinates of the free columns."""
-    theta0 = fit_problem(problem, starts=1, seed=int(seed), warn=False).theta
+    theta0 = fit(problem, starts=1, seed=int(seed), warn=False).theta
     free = np.flatnonzero(np.asarray(mask) > 0)
     return unconstrained_from_theta(jnp.asarray(np.asarray(theta0)[free]), md.is_log_gamma)
 

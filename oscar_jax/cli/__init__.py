@@ -1,2 +1,2 @@
-"""The ``oscar`` command line: parse, call the library, render. One module per command;
-``main`` builds the parser."""
+"""The ``oscar`` command line: parse, call the library, render. ``main`` lists the commands
+and imports only the chosen one's module; a module holds one command or two close ones."""

@@ -8,22 +8,22 @@ from ..report.render import write_tables
 from ..runtime.validate import OscarInputError
 from .common import emit, emit_json
 
-NAME = "audit"
-HELP = "counterfactual bias audit: decision rates, consistency, paired tests and Bayesian effects"
-DESCRIPTION = (
-    "Read a long table of matched counterfactual judgments (columns item, [attribute], condition, "
-    "[repetition], label or prob) and print the paper-style table (conditions as columns; Bad DR, Fair DR, "
-    "consistency, pRel; t-test across runs of the reference against the mean of the others) plus every "
-    "condition's effect relative to the reference by the paper's t-test, a paired item-cluster bootstrap, "
-    "clustered McNemar and exact sign tests, and a Bayesian ordinal (or logit) model with item effects."
-)
+DESCRIPTIONS = {
+    "audit": (
+        "Read a long table of matched counterfactual judgments (columns item, [attribute], condition, "
+        "[repetition], label or prob) and print the paper-style table (conditions as columns; Bad DR, Fair DR, "
+        "consistency, pRel; t-test across runs of the reference against the mean of the others) plus every "
+        "condition's effect relative to the reference by the paper's t-test, a paired item-cluster bootstrap, "
+        "clustered McNemar and exact sign tests, and a Bayesian ordinal (or logit) model with item effects."
+    ),
+}
 
 
 def _names(text):
     return None if text is None else [x.strip() for x in text.split(",") if x.strip()]
 
 
-def add_arguments(parser):
+def add_arguments(parser, command: str):
     parser.add_argument("data", metavar="DATA", help="audit table: .csv, .tsv, .jsonl, .json or .parquet")
     parser.add_argument("--attribute", default=None, metavar="NAME",
                         help="attribute to audit: value of the 'attribute' column, or the column holding the "

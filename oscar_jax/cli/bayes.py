@@ -3,28 +3,26 @@
 from __future__ import annotations
 
 from ..results.intervals import CI_KINDS
-from ..report.scales import on_scale, put_on_scale
-from ..report.text import bayes_report
-from .common import MODELS_HELP, add_data_arguments, design_from_args, emit, emit_json
+from .bootstrap import add_scale_arguments
+from .common import add_data_arguments, emit, emit_json, problem_from_args
 
-NAME = "bayes"
-HELP = "Bayesian fit (NUTS): leaderboard with credible intervals, P(best), judge sensitivities"
-DESCRIPTION = (
-    "Samples the posterior of an OSCAR-family model with NumPyro's NUTS (several chains in parallel). "
-    "Priors default to Normal(0, 1/λ) on every free coordinate, the Bayesian reading of the point "
-    "fit's ridge, so the posterior concentrates where the penalized fit does. When at least half of the "
-    "records share their prompt the model includes a prompt × candidate random effect (a prompt may favour some "
-    "candidates), which accounts for within-prompt dependence as the cluster sandwich does; "
-    "--no-prompt-effect drops it (faster, but the intervals then assume independent records and are "
-    "too narrow under prompt dependence). Prints posterior means with equal-tailed intervals (highest-density "
-    "with --ci-kind hdi), "
-    "P(best), the judge table and R-hat / ESS / divergence diagnostics (with a warning when poor)."
-)
+DESCRIPTIONS = {
+    "bayes": (
+        "Samples the posterior of an OSCAR-family model with NumPyro's NUTS (several chains in parallel). "
+        "Priors default to Normal(0, 1/λ) on every free coordinate, the Bayesian reading of the point "
+        "fit's ridge, so the posterior concentrates where the penalized fit does. When at least half of the "
+        "records share their prompt the model includes a prompt × candidate random effect (a prompt may favour some "
+        "candidates), which accounts for within-prompt dependence as the cluster sandwich does; "
+        "--no-prompt-effect drops it (faster, but the intervals then assume independent records and are "
+        "too narrow under prompt dependence). Prints posterior means with equal-tailed intervals (highest-density "
+        "with --ci-kind hdi), "
+        "P(best), the judge table and R-hat / ESS / divergence diagnostics (with a warning when poor)."
+    ),
+}
 
 
-def add_arguments(parser):
-    add_data_arguments(parser)
-    parser.add_argument("--model", default="oscar", help=f"model variant: {MODELS_HELP} (default oscar)")
+def add_arguments(parser, command: str):
+    add_data_arguments(parser, model=True)
     parser.add_argument("--chains", type=int, default=4, help="NUTS chains, run in parallel (default 4)")
     parser.add_argument("--warmup", type=int, default=1000, help="adaptation iterations per chain (default 1000)")
     parser.add_argument("--draws", type=int, default=1000, help="kept draws per chain (default 1000)")
@@ -45,8 +43,6 @@ def add_arguments(parser):
                         help="posterior intervals: eti (equal-tailed, default; as --ci bayes of oscar fit and the "
                              "bootstrap's percentiles) or hdi (highest density)")
     parser.add_argument("--format", choices=["table", "json"], default="table", help="output format")
-    from .bootstrap import add_scale_arguments
-
     add_scale_arguments(parser)
     parser.add_argument("--out", default=None, metavar="DIR",
                         help="also write the posterior (netCDF), summary CSVs, result.json and PNG plots here")
@@ -73,22 +69,18 @@ def _svi_settings(args):
 
 
 def run(args) -> int:
+    problem = problem_from_args(args)
     from ..bayes import fit_bayes  # numpyro/arviz load only when this command runs
+    from ..report.text import bayes_report
 
-    design = design_from_args(args)
     effect = False if args.no_prompt_effect else args.prompt_effect
-    result = fit_bayes(design, args.model, prompt_effect=effect, ridge=args.ridge, chains=args.chains,
+    result = fit_bayes(problem, prompt_effect=effect, chains=args.chains,
                        warmup=args.warmup, draws=args.draws, seed=args.seed, target_accept=args.target_accept,
                        ci_prob=args.ci_prob, ci_kind=args.ci_kind, method=args.method, svi=_svi_settings(args))
     if args.out:
         result.save(args.out, ci_prob=args.ci_prob, plots=not args.no_plots)
     if args.format == "json":
-        payload = result.to_dict(args.ci_prob)
-        board, _ = on_scale(result, args.scale, args.anchor, args.ci_prob)
-        put_on_scale(payload["candidates"], board, ("mean", "sd"))
-        payload["scale"] = {"scale": args.scale, "anchor": board.attrs.get("anchor"),
-                            "score": "posterior mean and equal-tailed interval on the chosen scale (oscar_jax.report.scales)"}
-        emit_json(payload)
+        emit_json(result.to_dict(ci_prob=args.ci_prob, scale=args.scale, anchor=args.anchor))
     else:
         emit(bayes_report(result, args.ci_prob, args.scale, args.anchor))
     return 0

@@ -2,28 +2,22 @@
 
 from __future__ import annotations
 
-import pandas as pd
-
+from ..results.intervals import SCORE_SCALES
 from ..runtime.multiprocess import add_process_arguments
-from ..report.render import write_tables
-from ..bootstrap import bootstrap
-from ..report.scales import on_scale, put_on_scale
-from ..report.text import bootstrap_report
-from .common import MODELS_HELP, add_data_arguments, add_output_arguments, design_from_args, emit, emit_json
+from .common import add_data_arguments, add_output_arguments, emit, emit_json, problem_from_args
 
-NAME = "bootstrap"
-HELP = "prompt bootstrap: percentile CIs for scores, γ, κ, β, D, q_ij and rank distributions"
-DESCRIPTION = (
-    "Refits the model on prompt-bootstrap replicates (prompts resampled with replacement, as multinomial "
-    "prompt weights, all replicates in one compiled batch, each started one Newton step from the full-data "
-    "fit) and reports percentile intervals around the full-data estimates, P(best) and the rank distribution of every "
-    "candidate. Replicates that fail a B.3 check are counted and excluded."
-)
+DESCRIPTIONS = {
+    "bootstrap": (
+        "Refits the model on prompt-bootstrap replicates (prompts resampled with replacement, as multinomial "
+        "prompt weights, all replicates in one compiled batch, each started one Newton step from the full-data "
+        "fit) and reports percentile intervals around the full-data estimates, P(best) and the rank distribution of every "
+        "candidate. Replicates that fail a B.3 check are counted and excluded."
+    ),
+}
 
 
-def add_arguments(parser):
-    add_data_arguments(parser)
-    parser.add_argument("--model", default="oscar", help=f"model variant: {MODELS_HELP} (default oscar)")
+def add_arguments(parser, command: str):
+    add_data_arguments(parser, model=True)
     parser.add_argument("--replicates", type=int, default=500, help="bootstrap replicates (default 500)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the resampling and the random start (default 0)")
     parser.add_argument("--ci-prob", type=float, default=0.95, help="interval level (default 0.95)")
@@ -37,8 +31,6 @@ def add_arguments(parser):
 
 def add_scale_arguments(parser):
     """``--scale`` and ``--anchor`` for commands whose intervals come from draws (bootstrap, bayes)."""
-    from ..report.scales import SCORE_SCALES
-
     parser.add_argument("--scale", choices=list(SCORE_SCALES), default="logit",
                         help="score scale: logit (default; average-judge logit), elo (1000 + 173.72·logit) or "
                              "winrate (win rate %% against the --anchor candidate)")
@@ -47,14 +39,17 @@ def add_scale_arguments(parser):
 
 
 def run(args) -> int:
-    design = design_from_args(args)
-    boot = bootstrap(design, args.model, replicates=args.replicates, seed=args.seed, ci_prob=args.ci_prob,
-                     ridge=args.ridge, chunk_size=args.chunk_size)
-    payload = boot.to_dict()
-    board, lb = on_scale(boot, args.scale, args.anchor)
-    put_on_scale(payload["candidates"], board)
-    payload["scale"] = {"scale": args.scale, "anchor": board.attrs.get("anchor"),
-                        "score": "see oscar_jax.report.scales; s is the reference-judge-scale parameter"}
+    problem = problem_from_args(args)
+    import pandas as pd
+
+    from ..bootstrap import bootstrap  # the numeric stack, once the data are known to be good
+    from ..report.render import write_tables
+    from ..report.text import bootstrap_report
+
+    boot = bootstrap(problem, replicates=args.replicates, seed=args.seed, ci_prob=args.ci_prob,
+                     chunk_size=args.chunk_size)
+    payload = boot.to_dict(scale=args.scale, anchor=args.anchor)
+    lb = boot.leaderboard(scale=args.scale, anchor=args.anchor)
     if args.out:
         write_tables(args.out, {"leaderboard": lb, "judges": boot.judges(),
                                 "win_prob": boot.win_matrix(), "rank_distribution": boot.rank_distribution(),

@@ -6,16 +6,19 @@ import json
 import sys
 from pathlib import Path
 
-from ..io.data import SCHEMAS
-from ..io.filters import parse_filter, select_records
+from ..io.schemas import SCHEMAS
+from ..model.problem import as_design, prepare
 from ..results.jsonable import to_json
 from ..runtime.validate import OscarInputError
 
 MODELS_HELP = "j, j+p, j+l, j+f, bt+plf, davidson+plf, oscar (or e.g. j+p+l, oscar+c)"
 
 
-def add_data_arguments(parser):
+def add_data_arguments(parser, *, model: bool = False):
+    """DATA and the options that read and select it (``prepare``'s keywords); ``model``: also --model."""
     parser.add_argument("data", metavar="DATA", help="judgments: .json (Xu et al.), .jsonl, .csv, .tsv or .parquet")
+    if model:
+        parser.add_argument("--model", default="oscar", help=f"model variant: {MODELS_HELP} (default oscar)")
     parser.add_argument("--schema", choices=sorted(SCHEMAS), default=None,
                         help="input convention (default: detected from the columns)")
     parser.add_argument("--reference-judge", default=None, metavar="NAME",
@@ -70,51 +73,23 @@ def load_family_map(path):
     return obj
 
 
+def setup_from_args(args) -> dict:
+    """The set-up keywords of :func:`oscar_jax.prepare` that the data arguments give."""
+    filters = [*args.filter, *([("category", args.category)] if args.category is not None else [])]
+    return dict(schema=args.schema, reference_judge=args.reference_judge, family_map=load_family_map(args.family_map),
+                covariates=tuple(args.covariate), bothbad=args.bothbad, baseline=args.baseline,
+                strong_weight=args.strong_weight, encoding=args.encoding, responses=args.responses, turn=args.turn,
+                missing_responses=args.missing_responses, filters=filters, exclude_ties=args.exclude_tie)
+
+
 def design_from_args(args):
-    """The Design a command works on, through the arena-hard reader when its options are given."""
-    from ..model.design import build_design
-    from ..fit import as_design
+    """The Design a command works on (the records are read and checked before JAX loads)."""
+    return as_design(args.data, **setup_from_args(args))
 
-    baseline, strong = getattr(args, "baseline", None), getattr(args, "strong_weight", None)
-    responses = dict(responses=getattr(args, "responses", None), turn=getattr(args, "turn", 1),
-                     missing_responses=getattr(args, "missing_responses", "error"))
-    filters = [parse_filter(f) for f in getattr(args, "filter", [])]
-    if getattr(args, "category", None) is not None:
-        filters.append(("category", args.category))
-    if (filters or getattr(args, "exclude_tie", False)) and baseline is None and strong is None:
-        from ..io.data import load_judgments
 
-        try:
-            frame, report = load_judgments(args.data, schema=args.schema, bothbad=args.bothbad,
-                                           keep_columns=tuple(dict.fromkeys([*args.covariate, *(c for c, _ in filters)])),
-                                           encoding=getattr(args, "encoding", None), **responses)
-        except OscarInputError as exc:
-            missing = [c for c, _ in filters if c not in args.covariate and f"column {c!r} is not" in str(exc)]
-            if missing:  # the loader speaks of covariates; name the flag the user gave
-                raise OscarInputError(str(exc).replace("covariate column", "--filter/--category column", 1)) from None
-            raise
-        frame = select_records(frame, report, exclude_tie=args.exclude_tie, filters=filters)
-        return build_design(frame, reference_judge=args.reference_judge,
-                            family_map=load_family_map(args.family_map), covariates=tuple(args.covariate),
-                            report=report)
-    if baseline is None and strong is None:
-        return as_design(args.data, schema=args.schema, reference_judge=args.reference_judge,
-                         family_map=load_family_map(args.family_map), covariates=tuple(args.covariate),
-                         bothbad=args.bothbad, encoding=getattr(args, "encoding", None), **responses)
-    if args.schema not in (None, "arena-hard"):
-        raise OscarInputError(f"--baseline and --strong-weight apply to arena-hard files only, not --schema {args.schema}")
-    from ..io.schemas import load_arena_hard
-
-    frame, report = load_arena_hard(args.data, baseline=baseline, strong_weight=strong,
-                                    keep_columns=tuple(dict.fromkeys([*args.covariate, *(c for c, _ in filters)])))
-    if filters or getattr(args, "exclude_tie", False):
-        frame = select_records(frame, report, exclude_tie=args.exclude_tie, filters=filters)
-    if responses["responses"] is not None:
-        from ..io.responses import attach_responses
-
-        frame = attach_responses(frame, report, responses.pop("responses"), **responses)
-    return build_design(frame, reference_judge=args.reference_judge, family_map=load_family_map(args.family_map),
-                        covariates=tuple(args.covariate), report=report)
+def problem_from_args(args):
+    """The Problem of ``--model`` (and ``--ridge``) on the data (read and checked before JAX loads)."""
+    return prepare(args.data, args.model, ridge=getattr(args, "ridge", None), **setup_from_args(args))
 
 
 def emit(text: str):

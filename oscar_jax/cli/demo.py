@@ -2,35 +2,36 @@
 
 from __future__ import annotations
 
-import numpy as np
-import pandas as pd
-
-from ..attenuation import attenuation
-from ..fit import fit
-from ..report.render import fmt_ci, render_table
-from ..simulate import TABLE_G1, simulate_design, truth_of
-from ..report.text import header, leaderboard_text
-from ..sweep.metrics import coverage, rmse
 from .common import emit, emit_json
 
-NAME = "demo"
-HELP = "simulate the paper's Appendix G design, fit J and OSCAR, and compare with the truth"
-DESCRIPTION = (
-    "Runs the main job on built-in data: the Appendix G generator (8 candidates, 5 judges with "
-    "position, length and family biases, display order tied to verbosity, within-prompt dependence "
-    "ρ = 0.6) at a fixed seed. Fits J (no bias terms) and OSCAR, prints both leaderboards, the judge "
-    "table with D and the predicted attenuation 1 − D² next to the observed κ_J/κ_OSCAR, and the "
-    "win-probability intervals against the true values."
-)
+DESCRIPTIONS = {
+    "demo": (
+        "Runs the main job on built-in data: the Appendix G generator (8 candidates, 5 judges with "
+        "position, length and family biases, display order tied to verbosity, within-prompt dependence "
+        "ρ = 0.6) at a fixed seed. Fits J (no bias terms) and OSCAR, prints both leaderboards, the judge "
+        "table with D and the predicted attenuation 1 − D² next to the observed κ_J/κ_OSCAR, and the "
+        "win-probability intervals against the true values."
+    ),
+}
 
 
-def add_arguments(parser):
+def add_arguments(parser, command: str):
     parser.add_argument("--n-prompts", type=int, default=2000, help="prompts (N = 5 × prompts; default 2000)")
     parser.add_argument("--seed", type=int, default=0, help="simulation seed (default 0)")
     parser.add_argument("--format", choices=["table", "json"], default="table")
 
 
 def run(args) -> int:
+    import numpy as np
+    import pandas as pd
+
+    from ..attenuation import attenuation
+    from ..fit import fit
+    from ..report.render import fmt_ci, render_table
+    from ..report.text import header, leaderboard_text
+    from ..simulate import TABLE_G1, simulate_design, truth_of
+    from ..sweep.metrics import coverage, rmse
+
     design = simulate_design(seed=args.seed, n_prompts=args.n_prompts)
     truth = truth_of(TABLE_G1)
     true_s = np.asarray(truth.s)
@@ -50,7 +51,7 @@ def run(args) -> int:
         pairs = wm.loc[[(design.candidates[i], design.candidates[j]) for i, j in zip(*iu)]]
         truth_ij = q_true[iu]
         return {"q_rmse": float(rmse(pairs.q.to_numpy() - truth_ij)),
-                "coverage": float(coverage(pairs.lo.to_numpy(), pairs.hi.to_numpy(), truth_ij))}
+                "coverage": float(coverage(pairs.q_lo.to_numpy(), pairs.q_hi.to_numpy(), truth_ij))}
 
     summary = {name: q_summary(res) for name, res in (("J", naive), ("OSCAR", full))}
     if args.format == "json":
@@ -106,7 +107,7 @@ def run(args) -> int:
     for x, y in zip(order[:-1], order[1:]):
         a, b = design.candidates[x], design.candidates[y]
         r = wm.loc[(a, b)]
-        rows.append({"pair": f"{a} > {b}", "true": q_true[x, y], "q": r.q, "ci": fmt_ci(r.lo, r.hi, 3)})
+        rows.append({"pair": f"{a} > {b}", "true": q_true[x, y], "q": r.q, "ci": fmt_ci(r.q_lo, r.q_hi, 3)})
     lines.append("")
     lines.append("OSCAR, adjacent pairs in the true order")
     lines.append(render_table(pd.DataFrame(rows), [("pair", "pair", ""), ("true", "true q", ".3f"),

@@ -5,41 +5,29 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import pandas as pd
-
 from ..runtime.multiprocess import add_process_arguments
-from ..report.render import render_table, write_tables
-from ..sweep import DEFAULT_METHODS, DEFAULT_NS, TABLE_G2_CONTROLS, Setting, settings_grid, sweep
 from ..runtime.validate import OscarInputError
 from .common import emit, emit_json
 
-NAME = "simulate"
-HELP = "run the paper's simulation study (Section 7): RMSE, coverage and ranking recovery against N"
-DESCRIPTION = (
-    "Generates replicates of the Appendix G design (8 candidates, 5 judges with position, length and "
-    "family biases scaled by c, display order tied to verbosity, within-prompt dependence ρ), fits each "
-    "method to all replicates of a setting in one compiled batch, and reports per setting and method "
-    "the q RMSE, κ RMSE, Kendall τ_b, top-1 recovery and 95% coverage of q (prompt-cluster and "
-    "model-based), with Monte Carlo SEs and t intervals, plus paired method differences (G.3). "
-    "Replicates whose fit fails an Appendix B.3 check are counted and left out."
-)
+DESCRIPTIONS = {
+    "simulate": (
+        "Generates replicates of the Appendix G design (8 candidates, 5 judges with position, length and "
+        "family biases scaled by c, display order tied to verbosity, within-prompt dependence ρ), fits each "
+        "method to all replicates of a setting in one compiled batch, and reports per setting and method "
+        "the q RMSE, κ RMSE, Kendall τ_b, top-1 recovery and 95% coverage of q (prompt-cluster and "
+        "model-based), with Monte Carlo SEs and t intervals, plus paired method differences (G.3). "
+        "Replicates whose fit fails an Appendix B.3 check are counted and left out."
+    ),
+}
 
 
-def _ints(text: str, what: str) -> list[int]:
+def _numbers(text: str, what: str, kind=float) -> list:
+    """A comma-separated list of ``kind`` (int or float) from an option's text."""
     try:
-        values = [int(x) for x in text.split(",") if x.strip()]
+        values = [kind(x) for x in text.split(",") if x.strip()]
     except ValueError:
-        raise OscarInputError(f"{what} must be comma-separated integers, e.g. 1000,2500; got {text!r}") from None
-    if not values:
-        raise OscarInputError(f"{what} is empty")
-    return values
-
-
-def _floats(text: str, what: str) -> list[float]:
-    try:
-        values = [float(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise OscarInputError(f"{what} must be comma-separated numbers, e.g. 0,1; got {text!r}") from None
+        example = "integers, e.g. 1000,2500" if kind is int else "numbers, e.g. 0,1"
+        raise OscarInputError(f"{what} must be comma-separated {example}; got {text!r}") from None
     if not values:
         raise OscarInputError(f"{what} is empty")
     return values
@@ -52,11 +40,11 @@ def _methods(text: str) -> list[str]:
     return values
 
 
-def add_arguments(parser):
-    parser.add_argument("--n", default=",".join(map(str, DEFAULT_NS)), metavar="N,N,...",
+def add_arguments(parser, command: str):
+    parser.add_argument("--n", default=None, metavar="N,N,...",
                         help="judgment counts, multiples of the 5 judges (default 1000,2500,5000,10000)")
     parser.add_argument("--reps", type=int, default=100, help="replicates per setting (default 100)")
-    parser.add_argument("--methods", default=",".join(DEFAULT_METHODS),
+    parser.add_argument("--methods", default=None,
                         help="models to fit (default j,j+p,j+l,j+f,oscar; any j+... combination)")
     parser.add_argument("--seed", type=int, default=0, help="base seed (default 0)")
     parser.add_argument("--c", default="1", metavar="C,...", help="bias multiplier(s) c (default 1)")
@@ -84,9 +72,10 @@ def add_arguments(parser):
     add_process_arguments(parser)
 
 
-def _settings(args) -> tuple[list[Setting], dict | None]:
-    settings = settings_grid(_ints(args.n, "--n"), _floats(args.c, "--c"), _floats(args.rho, "--rho"))
-    methods = _methods(args.methods)
+def _settings(args, ns: list[int], methods: list[str]) -> tuple[list, dict | None]:
+    from ..sweep import TABLE_G2_CONTROLS, Setting, settings_grid
+
+    settings = settings_grid(ns, _numbers(args.c, "--c"), _numbers(args.rho, "--rho"))
     restrict = None
     if args.controls:
         controls = [Setting(args.control_n, c, r) for c, r in TABLE_G2_CONTROLS]
@@ -121,8 +110,14 @@ def run(args) -> int:
 
         jax.config.update("jax_compilation_cache_dir", args.compilation_cache)
         jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
-    settings, restrict = _settings(args)
-    methods = _methods(args.methods)
+    import pandas as pd
+
+    from ..report.render import render_table, write_tables
+    from ..sweep import DEFAULT_METHODS, DEFAULT_NS, sweep
+
+    ns = list(DEFAULT_NS) if args.n is None else _numbers(args.n, "--n", int)
+    methods = list(DEFAULT_METHODS) if args.methods is None else _methods(args.methods)
+    settings, restrict = _settings(args, ns, methods)
     result = sweep(reps=args.reps, methods=methods, seed=args.seed, settings=settings, method_settings=restrict,
                    chunk=args.chunk, pad_ratio=args.pad_ratio, compile_ahead=not args.no_compile_ahead)
     table = result.table(args.level)

@@ -10,7 +10,7 @@ replicate.
 * :func:`batched_fit_core` — the pure batched core: (B, G) weights and (B, P) starts →
   :class:`~oscar_jax.infer.fit_core.FitCore` with a leading B axis. A pure function of arrays, so a
   1-D device mesh over replicates can shard it (:mod:`oscar_jax.runtime.sharding`).
-* :func:`fit_batch` / :func:`fit_problem_batch` — validated, chunked (bounded memory),
+* :func:`fit_batch` — validated, chunked (bounded memory),
   multi-start wrapper with a progress bar, returning :class:`BatchFit`.
 """
 
@@ -26,8 +26,8 @@ from ..runtime.batching import default_vmap_width, host_workers, map_replicates,
 from .fit_core import FitCore, fit_core
 from ..model.design import Design
 from ..model.params import Layout
-from ..model.problem import Problem, prepare
-from ..runtime.program_cache import persistent_jit
+from ..model.problem import prepare
+from ..runtime.jit import persistent_jit
 from ..runtime.progress import progress
 from .sandwich import targets_batch_jit
 from ..runtime.sharding import padded_size, replicate_mesh, sharded_runner, to_host
@@ -36,7 +36,7 @@ from .starts import seeded_starts
 from ..runtime.validate import OscarInputError, check_positive_int
 
 __all__ = ["BatchFit", "REPLICATE_CHECKS", "auto_chunk_size", "batched_fit_core", "batched_fit_core_jit",
-           "default_chunk", "fit_batch", "fit_problem_batch"]
+           "default_chunk", "fit_batch"]
 
 # B.3 checks that decide whether a replicate's *point estimate* is usable. The sixth
 # check, G > dim θ, guards the cluster sandwich (a G-term variance estimate of a dim-θ
@@ -262,20 +262,24 @@ def _select_starts(core: FitCore, n_rep: int, n_starts: int) -> FitCore:
     return FitCore(**out)
 
 
-def fit_batch(design: Design, model: str | ModelSpec, omega, *, starts=None, mask=None,
+def fit_batch(data, model: str | ModelSpec | None = None, omega=None, *, starts=None, mask=None,
               chunk_size: int | None = None, max_iter: int = 100, seed: int = 0,
               show_progress: bool | None = None, desc: str | None = None, devices=None,
-              vmap_width: int | None = None) -> BatchFit:
+              vmap_width: int | None = None, notes: tuple[str, ...] | None = None, **setup) -> BatchFit:
     """Fit one model on every row of a (B, G) cluster-weight matrix in compiled batches.
 
     Parameters
     ----------
-    design
-        The data (a :class:`~oscar_jax.model.design.Design`; covariates such as s_L are those
-        of the full data and are reused by every replicate).
+    data
+        The data: a :class:`~oscar_jax.model.design.Design`, a prepared
+        :class:`~oscar_jax.model.problem.Problem` or anything else
+        :func:`~oscar_jax.model.problem.prepare` takes with its ``**setup`` keywords
+        (covariates such as s_L are those of the full data and are reused by every
+        replicate).
     model
-        Model string or :class:`~oscar_jax.model.spec.ModelSpec`; terms the data cannot support
-        are dropped with a note, as in :func:`~oscar_jax.fit`.
+        Model string or :class:`~oscar_jax.model.spec.ModelSpec` (default ``"oscar"``; a
+        Problem's own model); terms the data cannot support are dropped with a note, as in
+        :func:`~oscar_jax.fit`.
     omega
         (B, G) prompt-cluster weights: bootstrap counts, 0/1 fold masks, or their product.
     starts
@@ -302,28 +306,17 @@ def fit_batch(design: Design, model: str | ModelSpec, omega, *, starts=None, mas
         Replicates solved side by side within a chunk (see :mod:`oscar_jax.runtime.batching`):
         default 1 on CPU (in sequence inside the compiled call), the whole chunk on an
         accelerator.
+    notes
+        The notes the :class:`BatchFit` carries (default: the problem's).
 
     Returns
     -------
     BatchFit
         Per-replicate estimates and B.3 checks; ``valid`` flags replicates that passed.
     """
-    if not isinstance(design, Design):
-        raise OscarInputError("fit_batch() needs a Design; build one with oscar_jax.fit.as_design(data)")
-    max_iter = check_positive_int("max_iter", max_iter)
-    omega = _check_omega(omega, design.n_clusters)
-    return fit_problem_batch(prepare(design, model), omega, starts=starts, mask=mask, chunk_size=chunk_size,
-                             max_iter=max_iter, seed=seed, show_progress=show_progress, desc=desc, devices=devices,
-                             vmap_width=vmap_width)
-
-
-def fit_problem_batch(problem: Problem, omega, *, starts=None, mask=None, chunk_size: int | None = None,
-                      max_iter: int = 100, seed: int = 0, show_progress: bool | None = None, desc: str | None = None,
-                      devices=None, vmap_width: int | None = None, notes: tuple[str, ...] | None = None) -> BatchFit:
-    """:func:`fit_batch` of a prepared :class:`~oscar_jax.model.problem.Problem`.
-
-    ``notes`` (default: the problem's) are the notes the :class:`BatchFit` carries.
-    """
+    if omega is None:
+        raise OscarInputError("fit_batch() needs omega, the (B, G) prompt-cluster weights of the replicates")
+    problem = prepare(data, model, **setup)
     design, eff, layout = problem.design, problem.effective_spec, problem.layout
     max_iter = check_positive_int("max_iter", max_iter)
     omega = _check_omega(omega, design.n_clusters)

@@ -19,9 +19,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..model.design import DesignArrays
-from ..model.likelihood import (column_derivatives, expected_stats, group_derivatives, group_eta, group_r,
-                                local_expected_stats, local_index, local_loss, local_prob, moment_pairs,
-                                record_covariates, record_moments, upper_pairs)
+from ..model.grouped import group_derivatives, group_eta, record_covariates, record_moments
+from ..model.likelihood import (column_derivatives, expected_stats, local_expected_stats, local_index, local_loss,
+                                local_prob, upper_pairs)
 from ..model.params import Layout
 
 __all__ = [
@@ -29,10 +29,13 @@ __all__ = [
     "cluster_scores",
     "cluster_scores_phi",
     "expected_information",
-    "grouped_max_along",
-    "grouped_weighted_sums",
+    "group_moments",
+    "group_params",
+    "grouped_cells",
     "information_from_moments",
     "loss_value",
+    "sum_tables",
+    "theta_space",
     "value_grad_hess",
     "value_grad_hess_moments",
 ]
@@ -88,7 +91,7 @@ def _tables(theta, arrays, stats, layout, with_hess=True, expected=False, by_col
     """The per-parameter sums of one batch of cells: (Σℓ, by (a, k), by (b, k), by k, by (a, b)).
 
     Per-cell derivatives by :func:`~oscar_jax.model.likelihood.column_derivatives`, summed by
-    :func:`_sum_tables`. ``expected``: at the model's expected statistics. ``by_column``: one
+    :func:`sum_tables`. ``expected``: at the model's expected statistics. ``by_column``: one
     segment sum per statistic instead of one over their stack (the chunks of
     :func:`_chunked_tables`: a fit at 10⁶–3·10⁶ records 8 % faster, equal to rounding); one
     pass keeps the stack, so fits of up to CHUNK cells keep their bits.
@@ -96,10 +99,10 @@ def _tables(theta, arrays, stats, layout, with_hess=True, expected=False, by_col
     P, Z = _columns(theta, arrays, layout), _rows(arrays.z)
     S = list(local_expected_stats(P, Z, _rows(stats), layout)) if expected else _rows(stats)
     vals, grads, hc = column_derivatives(P, Z, S, layout, with_hess=with_hess)
-    return _sum_tables(jnp.sum(vals), grads, hc, arrays.a, arrays.b, arrays.k, layout, with_hess, by_column)
+    return sum_tables(jnp.sum(vals), grads, hc, arrays.a, arrays.b, arrays.k, layout, with_hess, by_column)
 
 
-def _sum_tables(value, grads, hc, a, b, k, layout, with_hess, by_column):
+def sum_tables(value, grads, hc, a, b, k, layout, with_hess, by_column):
     """(Σℓ, and per-cell or per-group derivatives summed into the parameter tables).
 
     Every record touches two candidate slots (s_a, s_b) and judge k's slots, and its
@@ -186,7 +189,7 @@ def grouped_cells(arrays: DesignArrays, stats):
                         group_z=tuple(jnp.zeros_like(zc[:, j]) if j in cols else zc[:, j] for j in range(zc.shape[1])))
 
 
-def _group_params(theta, rows: GroupedCells, layout):
+def group_params(theta, rows: GroupedCells, layout):
     """Local parameters P of every group, as rows."""
     phi = jnp.asarray(layout.jacobian) @ theta
     judge = np.asarray(layout.judge_slots)
@@ -194,15 +197,15 @@ def _group_params(theta, rows: GroupedCells, layout):
     return [phi[ga], phi[gb]] + [phi[judge[:, j]][gk] for j in range(judge.shape[1])]
 
 
-def _group_moments(P, Zc, arrays, rows: GroupedCells, layout, with_hess, expected, low, record=None):
-    """(Σψ over all cells, each group's sums of :func:`~oscar_jax.model.likelihood.record_moments`).
+def group_moments(P, Zc, arrays, rows: GroupedCells, layout, with_hess, expected, low, record=None):
+    """(Σψ over all cells, each group's sums of :func:`~oscar_jax.model.grouped.record_moments`).
 
     One pass over the cells, CHUNK at a time: each cell's η from its group's η_0 and slopes
-    (:func:`~oscar_jax.model.likelihood.group_eta`), ψ's derivatives and the moments, added
+    (:func:`~oscar_jax.model.grouped.group_eta`), ψ's derivatives and the moments, added
     into per-group sums carried by a ``lax.scan`` (in place; no per-chunk tables). ``low``:
     the per-cell arithmetic in float32, the sums in float64 — for the solver's early
     iterations only. ``record(η, τ, stats rows, zv)`` replaces
-    :func:`~oscar_jax.model.likelihood.record_moments` (a scalar per cell, summed over all
+    :func:`~oscar_jax.model.grouped.record_moments` (a scalar per cell, summed over all
     cells, and the rows summed by group).
     """
     davidson = layout.structure.davidson
@@ -256,21 +259,21 @@ def _grouped_tables(theta, arrays, stats, layout, with_hess=True, expected=False
 
     Also returns the (value, moments) it used; ``moments`` given: no pass over the cells."""
     rows = grouped_cells(arrays, stats)
-    P, Zc = _group_params(theta, rows, layout), list(rows.group_z)
+    P, Zc = group_params(theta, rows, layout), list(rows.group_z)
     if moments is None:
-        moments = _group_moments(P, Zc, arrays, rows, layout, with_hess, expected, low)
+        moments = group_moments(P, Zc, arrays, rows, layout, with_hess, expected, low)
     value, mom = moments
     grads, hc = group_derivatives(P, Zc, mom, layout, with_hess=with_hess)
-    return _sum_tables(value, grads, hc, *rows.group_abk, layout, with_hess, by_column=False), moments
+    return sum_tables(value, grads, hc, *rows.group_abk, layout, with_hess, by_column=False), moments
 
 
 def _assemble(theta, arrays, stats, layout, with_hess=True, expected=False, low=False):
     """(L, ∇L, ∇²L) in θ = (u, judge part), built from the sums of :func:`_chunked_tables`."""
-    return _theta_space(_chunked_tables(theta, arrays, stats, layout, with_hess, expected, low), layout, with_hess)
+    return theta_space(_chunked_tables(theta, arrays, stats, layout, with_hess, expected, low), layout, with_hess)
 
 
-def _theta_space(tables, layout, with_hess=True):
-    """(L, ∇L, ∇²L) in θ = (u, judge part) from the tables of :func:`_sum_tables`.
+def theta_space(tables, layout, with_hess=True):
+    """(L, ∇L, ∇²L) in θ = (u, judge part) from the tables of :func:`sum_tables`.
 
     The θ-space matrix is *built* from the reduced blocks (:func:`_theta_map`): Helmert
     products on the score block, gathers for the judge coordinates (two of which interact
@@ -319,7 +322,7 @@ def expected_information(theta, arrays: DesignArrays, stats, layout: Layout):
 def value_grad_hess_moments(theta, arrays: DesignArrays, stats, layout: Layout, low: bool = False):
     """:func:`value_grad_hess` of a grouped design, and the (Σψ, group moments) it summed."""
     tables, moments = _grouped_tables(theta, arrays, stats, layout, low=low)
-    return _theta_space(tables, layout) + (moments,)
+    return theta_space(tables, layout) + (moments,)
 
 
 def information_from_moments(theta, arrays: DesignArrays, stats, moments, layout: Layout):
@@ -335,7 +338,7 @@ def information_from_moments(theta, arrays: DesignArrays, stats, moments, layout
     q = 1 + len(record_covariates(arrays.z.shape[1]))
     zeroed = [jnp.zeros_like(x) for x in mom[:q]] + list(mom[q:])
     tables, _ = _grouped_tables(theta, arrays, stats, layout, moments=(value, zeroed))
-    return _theta_space(tables, layout)[2]
+    return theta_space(tables, layout)[2]
 
 
 def cell_probabilities(theta, arrays: DesignArrays, layout: Layout):
@@ -361,61 +364,3 @@ def cluster_scores(theta, arrays: DesignArrays, layout: Layout, n_clusters: int,
     sign does not matter.) ``omega`` (G,) reweights clusters (bootstrap, folds).
     """
     return cluster_scores_phi(theta, arrays, layout, n_clusters, omega) @ jnp.asarray(layout.jacobian)
-
-
-def grouped_weighted_sums(theta, arrays: DesignArrays, stats, layout: Layout, per_cell):
-    """(Σ_c s_c, Σ_c m_c r_c r_cᵀ, Σ_c d_c r_c) in θ over a grouped design's cells, r_c = ∂η_c/∂θ.
-
-    ``per_cell(η, stats rows) → (s, m, d)`` gives each cell's weights: one chunked pass
-    forms the per-group moments Σ m z̃z̃ᵀ and Σ d z̃, then the chain rule runs per group
-    (:func:`~oscar_jax.model.likelihood.group_derivatives`); no (N × dim θ) matrix. For the
-    separation certificate of :mod:`~oscar_jax.infer.identification` (fractional ties).
-    """
-    rows = grouped_cells(arrays, stats)
-    P, Zc = _group_params(theta, rows, layout), list(rows.group_z)
-    q = 1 + len(record_covariates(arrays.z.shape[1]))
-
-    def record(eta, tau, S, zv):
-        s_, m, d = per_cell(eta, S)
-        zt = [jnp.ones_like(eta)] + list(zv)
-        return s_, [d * zt[a] for a in range(q)] + [m * zt[a] * zt[b] for a, b in moment_pairs(q)]
-
-    value, mom = _group_moments(P, Zc, arrays, rows, layout, True, False, False, record=record)
-    abk = rows.group_abk
-    zero = [jnp.zeros_like(x) for x in mom[:q]]
-    grads, hc = group_derivatives(P, Zc, zero + list(mom[q:]), layout)
-    gram = _theta_space(_sum_tables(value, grads, hc, *abk, layout, True, False), layout)[2]
-    grads, _ = group_derivatives(P, Zc, mom[:q], layout, with_hess=False)
-    vec = _theta_space(_sum_tables(value, grads, None, *abk, layout, False, False), layout, with_hess=False)[1]
-    return value, gram, vec
-
-
-def grouped_max_along(theta, direction, arrays: DesignArrays, stats, layout: Layout):
-    """max over a grouped design's cells with weight of |x_c · direction|, x_c = ∂η_c/∂θ.
-
-    x_c · δ is affine in the record covariates: per group u_a = A_a · δ_ρ (δ in the reduced
-    slots, :func:`~oscar_jax.model.likelihood.group_r`), then one chunked pass over the cells.
-    """
-    rows = grouped_cells(arrays, stats)
-    P, Zc = _group_params(theta, rows, layout), list(rows.group_z)
-    D = _group_params(direction, rows, layout)  # φ = Jδ at each group's local slots
-    d_red = [D[0] - D[1]] + list(D[2:])
-    u = [sum(a_i * d_i for a_i, d_i in zip(A, d_red)) for A in group_r(P, Zc, layout)]
-    cg, n = arrays.cell_group, arrays.cell_group.shape[0]
-
-    def biggest(lo, size):
-        take = lambda x: jax.lax.dynamic_slice_in_dim(x, lo, size)  # noqa: E731
-        g = take(cg)
-        t = u[0][g]
-        z = take(rows.z)
-        for j, col in enumerate(record_covariates(z.shape[1])):
-            t = t + u[j + 1][g] * z[:, col]
-        return jnp.max(jnp.where(take(rows.stats)[:, 0] > 0, jnp.abs(t), 0.0), initial=0.0)
-
-    n_full, rest = divmod(n, CHUNK)
-    out = jnp.zeros((), theta.dtype)
-    if n_full:
-        out = jax.lax.scan(lambda m, i: (jnp.maximum(m, biggest(i * CHUNK, CHUNK)), None), out, jnp.arange(n_full))[0]
-    if rest:
-        out = jnp.maximum(out, biggest(n_full * CHUNK, rest))
-    return out

@@ -17,7 +17,7 @@ from .derivatives import (expected_information, grouped_cells, information_from_
                           value_grad_hess_moments)
 from ..model.design import DesignArrays, cell_stats_from_cluster_weights
 from ..model.params import Layout
-from ..runtime.program_cache import persistent_jit, register_pytree_names
+from ..runtime.jit import persistent_jit, register_pytree_names
 from .selection import column_mask, components_connected
 from .solver import at_active_bound, lm_minimize
 from .starts import draw_seeded_starts
@@ -311,7 +311,7 @@ def fit_core_seeded(arrays: DesignArrays, omega, seed, *, n_starts: int, layout:
     """:func:`fit_core` from ``seeded_starts(layout, n_starts, seed)``, drawn inside the same
     program: a single fit is one compiled program, not two (each costs a warm process
     ~0.05–0.1 s to load). The draws are bit-identical to :func:`~oscar_jax.infer.starts.seeded_starts`.
-    (Explicit keywords: :func:`~oscar_jax.runtime.program_cache.persistent_jit` keys on them.)"""
+    (Explicit keywords: :func:`~oscar_jax.runtime.jit.persistent_jit` keys on them.)"""
     return fit_core(arrays, omega, draw_seeded_starts(seed, n_starts, layout.n_theta), layout=layout,
                     n_clusters=n_clusters, ridge=ridge, v_bound=v_bound, max_iter=max_iter, stats=stats,
                     adaptive=adaptive)

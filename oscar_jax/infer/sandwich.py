@@ -17,7 +17,7 @@ import jax.numpy as jnp
 from .derivatives import cluster_scores_phi
 from ..model.design import DesignArrays
 from ..model.params import Layout
-from ..runtime.program_cache import RUN_ONCE, persistent_jit, register_pytree_names
+from ..runtime.jit import RUN_ONCE, persistent_jit, register_pytree_names
 
 # What a model-based (or independence-assuming posterior) interval must say of itself.
 INDEPENDENCE_NOTE = "assumes independent records; too narrow under prompt dependence"

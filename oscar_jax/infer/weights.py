@@ -12,7 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..model.design import Design
-from ..runtime.program_cache import persistent_jit
+from ..runtime.jit import persistent_jit
 from ..runtime.validate import OscarInputError, check_positive_int
 
 __all__ = ["bootstrap_indices", "bootstrap_weights", "fold_masks", "prompt_folds", "replicate_key",

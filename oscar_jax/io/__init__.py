@@ -1,3 +1,4 @@
 """Records in, one canonical validated frame out: file readers, the canonical columns and their
-checks, the input formats of the ecosystem (FastChat/Arena, arena-hard, Xu et al., AlpacaEval),
-response lengths, model families and record filters."""
+checks, the registry of input conventions (FastChat/Arena, arena-hard, Xu et al., AlpacaEval,
+evalica, crowd-kit and our own), response lengths, model families, record filters and the
+example shipped with the package. Needs pandas, never JAX."""

@@ -1,34 +1,71 @@
 """The canonical columns, built from raw input columns with every value checked.
 
-Each input convention (:mod:`oscar_jax.io.data`, :mod:`oscar_jax.io.schemas`) maps its own
-columns onto the canonical frame with these helpers, so every convention rejects the
-same bad values with the same message: the column, the value, the record as the user
-counts it (:func:`row_label`) and the fix.
+Each input convention (:mod:`oscar_jax.io.schemas`) maps its own columns onto the
+canonical frame with :func:`canonical_frame` and the helpers here, so every convention
+rejects the same bad values with the same message: the column, the value, the record as
+the user counts it (:func:`row_label`) and the fix. :func:`check_canonical` applies the
+same rules at the public edge of ``build_design``, to frames users build themselves; a
+:class:`LoadReport` records what a reader kept, dropped and noted.
 """
 
 from __future__ import annotations
 
 import math
+import warnings
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
-from ..runtime.validate import OscarInputError
+from ..runtime.validate import OscarDataWarning, OscarInputError
 
 __all__ = [
+    "CANONICAL_COLUMNS",
+    "LoadReport",
     "MAX_LENGTH",
     "SOURCE_ROW",
     "blank",
-    "finish_frame",
+    "canonical_frame",
+    "check_canonical",
     "judge_names",
     "name_column",
     "outcome_from_labels",
     "prompt_ids",
     "prompt_key",
+    "raise_at",
     "require_columns",
     "row_label",
     "shown",
+    "warn_case_variants",
 ]
+
+CANONICAL_COLUMNS = ("prompt", "candidate_a", "candidate_b", "judge", "outcome", "tie_kind", "weight")
+
+
+@dataclass
+class LoadReport:
+    """What a reader did: the schema it used, record counts and every drop, by reason."""
+
+    source: str
+    schema: str
+    n_input: int
+    n_kept: int = 0
+    dropped: dict[str, int] = field(default_factory=dict)
+    ties: dict[str, int] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    # Where len_a/len_b came from when they were joined from responses (oscar_jax.io.responses);
+    # build_design copies it into the design's (and so every result's) notes.
+    lengths: str = ""
+
+    def summary(self) -> str:
+        parts = [f"{self.n_kept} of {self.n_input} records kept ({self.schema} schema)"]
+        for reason, n in self.dropped.items():
+            if n:
+                parts.append(f"dropped {n} {reason}")
+        for kind, n in self.ties.items():
+            if n:
+                parts.append(f"{n} {kind}")
+        return "; ".join(parts)
 
 # Position of each canonical row in the raw input, so extra columns can follow the rows a
 # format rule dropped.
@@ -43,6 +80,15 @@ def require_columns(frame: pd.DataFrame, columns, schema: str) -> None:
             f"missing required column(s) {absent} for schema {schema!r}; "
             f"found columns {sorted(map(str, frame.columns))}"
         )
+
+
+def raise_at(bad, message) -> None:
+    """Raise :class:`OscarInputError` with ``message(i)`` for the first record ``i`` where
+    ``bad`` holds (``message`` names the column, the row as the user counts it, the value
+    and the fix)."""
+    bad = np.asarray(bad, dtype=bool)
+    if bad.any():
+        raise OscarInputError(message(int(np.flatnonzero(bad)[0])))
 
 
 def prompt_key(value):
@@ -69,12 +115,7 @@ def blank(col: pd.Series) -> np.ndarray:
 def name_column(frame: pd.DataFrame, column: str) -> pd.Series:
     """``frame[column]`` as stripped names; a missing or blank name is an error."""
     col = frame[column]
-    bad = blank(col)
-    if bad.any():
-        row = int(np.flatnonzero(bad)[0])
-        raise OscarInputError(
-            f"column {column!r} {row_label(frame, row)}: missing name; every record needs a {column}"
-        )
+    raise_at(blank(col), lambda i: f"column {column!r} {row_label(frame, i)}: missing name; every record needs a {column}")
     return col.astype(str).str.strip()
 
 
@@ -126,9 +167,41 @@ def _bool_hint(raw) -> str:
     return ""
 
 
-def finish_frame(frame: pd.DataFrame, out: dict) -> pd.DataFrame:
-    """The canonical frame of columns ``out``, plus the optional columns every schema
-    shares (weights, lengths, texts) read from the raw ``frame``."""
+def canonical_frame(frame: pd.DataFrame, report: LoadReport, outcome, *, prompt, candidate_a, candidate_b,
+                    judge: str, default_judge: str = "judge") -> pd.DataFrame:
+    """The canonical frame of one input convention: every converter ends here.
+
+    Parameters
+    ----------
+    frame
+        The raw records (with :data:`SOURCE_ROW`, so errors name the user's rows).
+    report
+        The reader's :class:`LoadReport`; notes on absent columns go there.
+    outcome
+        ``(Y, tie_kind)`` arrays, as :func:`outcome_from_labels` returns them.
+    prompt
+        The prompt-id column, or several in order of preference (the first present is
+        used; with none, every record is its own cluster, noted), or the ids (a Series).
+    candidate_a, candidate_b
+        Name columns (checked by :func:`name_column`), or the names (Series).
+    judge, default_judge
+        The judge column; without it every record has judge ``default_judge`` (noted).
+
+    Weights, lengths and response texts, which every convention spells alike, are read
+    from ``frame`` here.
+    """
+    if not isinstance(prompt, pd.Series):
+        names = (prompt,) if isinstance(prompt, str) else tuple(prompt)
+        prompt = prompt_ids(frame, next((c for c in names if c in frame.columns), names[0]), report)
+    y, kind = outcome
+    out = {
+        "prompt": prompt,
+        "candidate_a": candidate_a if isinstance(candidate_a, pd.Series) else name_column(frame, candidate_a),
+        "candidate_b": candidate_b if isinstance(candidate_b, pd.Series) else name_column(frame, candidate_b),
+        "judge": judge_names(frame, judge, report, default=default_judge),
+        "outcome": y,
+        "tie_kind": kind,
+    }
     # Positional arrays only: a Series built from a sorted, filtered or concatenated frame
     # keeps that frame's index labels, and pandas would align it by label, not by position.
     result = pd.DataFrame({k: (v.to_numpy() if isinstance(v, pd.Series) else np.asarray(v)) for k, v in out.items()})
@@ -136,13 +209,8 @@ def finish_frame(frame: pd.DataFrame, out: dict) -> pd.DataFrame:
         result[SOURCE_ROW] = frame[SOURCE_ROW].to_numpy()
     if "weight" in frame.columns:
         w = pd.to_numeric(frame["weight"], errors="coerce").to_numpy(dtype=float)
-        bad = ~np.isfinite(w) | (w < 0)
-        if bad.any():
-            row = int(np.flatnonzero(bad)[0])
-            raise OscarInputError(
-                f"column 'weight' {row_label(frame, row)}: invalid weight {shown(frame['weight'].iloc[row])!r}; "
-                "weights must be finite and ≥ 0"
-            )
+        raise_at(~np.isfinite(w) | (w < 0), lambda i: f"column 'weight' {row_label(frame, i)}: invalid weight "
+                 f"{shown(frame['weight'].iloc[i])!r}; weights must be finite and ≥ 0")
         result["weight"] = w
     else:
         result["weight"] = 1.0
@@ -152,9 +220,7 @@ def finish_frame(frame: pd.DataFrame, out: dict) -> pd.DataFrame:
             result[lcol] = _lengths(frame[lcol], lcol, frame)
         elif tcol in frame.columns:
             texts = frame[tcol]
-            if texts.isna().any():
-                row = int(np.flatnonzero(texts.isna().to_numpy())[0])
-                raise OscarInputError(f"column {tcol!r} {row_label(frame, row)}: missing response text")
+            raise_at(texts.isna(), lambda i, c=tcol: f"column {c!r} {row_label(frame, i)}: missing response text")
             # Unicode characters, as in Section 3.2 (not bytes, not tokens).
             result[lcol] = texts.astype(str).str.len().astype(float).to_numpy()
     if ("len_a" in result) != ("len_b" in result):
@@ -172,21 +238,12 @@ MAX_LENGTH = 1e9
 
 def _lengths(col: pd.Series, name: str, frame=None) -> np.ndarray:
     values = pd.to_numeric(col, errors="coerce").to_numpy(dtype=float)
-    huge = np.isfinite(values) & (values > MAX_LENGTH)
-    if huge.any():
-        row = int(np.flatnonzero(huge)[0])
-        raise OscarInputError(
-            f"column {name!r} {row_label(frame, row)}: length "
-            f"{shown(col.iloc[row])!r} exceeds {MAX_LENGTH:.0e} characters; lengths are character counts of "
-            "the responses — fix the value (or drop the length columns)"
-        )
-    bad = ~np.isfinite(values) | (values < 0)
-    if bad.any():
-        row = int(np.flatnonzero(bad)[0])
-        raise OscarInputError(
-            f"column {name!r} {row_label(frame, row)}: invalid length {shown(col.iloc[row])!r}; lengths must be "
-            "finite, non-negative character counts (give all records lengths, or none)"
-        )
+    raise_at(np.isfinite(values) & (values > MAX_LENGTH), lambda i: (
+        f"column {name!r} {row_label(frame, i)}: length {shown(col.iloc[i])!r} exceeds {MAX_LENGTH:.0e} characters; "
+        "lengths are character counts of the responses — fix the value (or drop the length columns)"))
+    raise_at(~np.isfinite(values) | (values < 0), lambda i: (
+        f"column {name!r} {row_label(frame, i)}: invalid length {shown(col.iloc[i])!r}; lengths must be "
+        "finite, non-negative character counts (give all records lengths, or none)"))
     return values
 
 
@@ -200,11 +257,9 @@ def prompt_ids(frame: pd.DataFrame, column: str, report) -> pd.Series:
         )
         return pd.Series([f"record-{i}" for i in range(len(frame))], dtype=object)
     col = frame[column]
-    if col.isna().any():
-        row = int(np.flatnonzero(col.isna().to_numpy())[0])
-        raise OscarInputError(f"column {column!r} {row_label(frame, row)}: missing prompt id; give every record "
-                              f"its prompt's id (records of one prompt form one cluster), or drop the {column!r} "
-                              "column to make every record its own cluster")
+    raise_at(col.isna(), lambda i: f"column {column!r} {row_label(frame, i)}: missing prompt id; give every record "
+             f"its prompt's id (records of one prompt form one cluster), or drop the {column!r} column to make "
+             "every record its own cluster")
     if pd.api.types.infer_dtype(col, skipna=False) == "string":
         # Strings are their own keys: one hash pass instead of a Python call per record.
         return col.astype(object)
@@ -218,3 +273,44 @@ def judge_names(frame: pd.DataFrame, column: str, report, default: str = "judge"
         return pd.Series([default] * len(frame), dtype=object)
     return name_column(frame, column)
 
+
+
+# ---------------------------------------------------------------------------------------
+# The same rules at the public edge of build_design (frames users build themselves)
+# ---------------------------------------------------------------------------------------
+
+def check_canonical(frame: pd.DataFrame) -> None:
+    """Raise :class:`OscarInputError` naming the column, row, value and fix of the first bad entry.
+
+    The readers validate what they read, but ``build_design`` is public and is also called
+    on frames users build themselves; the same rules apply there, so no path into a fit
+    accepts what a reader rejects (a negative or NaN weight, a missing name, a missing
+    prompt id). Rows are counted from 1, as the user counts them.
+    """
+    for column in ("candidate_a", "candidate_b", "judge"):
+        raise_at(blank(pd.Series(frame[column].to_numpy(), dtype=object)), lambda i, c=column: (
+            f"column {c!r} row {i + 1}: missing name {shown(frame[c].iloc[i])!r}; every record needs a {c}"))
+    raise_at(frame["prompt"].isna(), lambda i: f"column 'prompt' row {i + 1}: missing prompt id; give every record its "
+             "prompt's id (records of one prompt form one cluster)")
+    if "weight" in frame.columns:
+        raw = frame["weight"]
+        w = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=float)
+        raise_at(~np.isfinite(w) | (w < 0) | raw.isna().to_numpy(), lambda i: (
+            f"column 'weight' row {i + 1}: invalid weight {shown(raw.iloc[i])!r}; weights must be finite and ≥ 0 "
+            "(use 0 to leave a record out)"))
+        if not np.any(w > 0):
+            raise OscarInputError("column 'weight': every weight is 0, so no record counts; give the records "
+                                  "positive weights")
+
+
+def warn_case_variants(kind: str, names) -> None:
+    """Warn when names differ only in case or surrounding space: they are fitted as different."""
+    groups: dict[str, list[str]] = {}
+    for name in names:
+        groups.setdefault(str(name).strip().casefold(), []).append(str(name))
+    clashes = [sorted(g) for g in groups.values() if len(g) > 1]
+    if clashes:
+        listed = "; ".join(" / ".join(repr(n) for n in g) for g in clashes[:5])
+        more = "" if len(clashes) <= 5 else f" (and {len(clashes) - 5} more)"
+        warnings.warn(f"{kind} names differ only in case: {listed}{more}; they are fitted as different "
+                      f"{kind}s — if they are the same, spell them alike in the data", OscarDataWarning, stacklevel=3)

@@ -18,41 +18,58 @@ len_a/len_b  optional response lengths in Unicode characters
 
 plus any extra numeric columns the user names as covariates. Readers never drop a
 record silently: the only drops are the ones a format defines (Xu et al.'s
-``unknown`` verdicts, ``tie (bothbad)`` when asked), and their counts are in the
-:class:`LoadReport`. Everything else that is wrong is an :class:`OscarInputError` naming
-the column, the value, the record and the fix.
+``unknown`` verdicts, ``tie (bothbad)`` when asked) and the ones the user asks for
+(``filters``, ``exclude_ties``, ``missing_responses="drop"``), and their counts are in
+the :class:`LoadReport`. Everything else that is wrong is an :class:`OscarInputError`
+naming the column, the value, the record and the fix.
+
+This module needs pandas only: a file is read and checked before JAX is imported.
 """
 
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
 
-from .columns import SOURCE_ROW, finish_frame, judge_names, name_column, outcome_from_labels, prompt_ids, require_columns
-from .responses import attach_responses
+from .columns import CANONICAL_COLUMNS, SOURCE_ROW, LoadReport, raise_at
+from .filters import filter_pairs, selection_mask
 from .readers import read_table
+from .responses import attach_responses
+from .schemas import SCHEMAS, detect_schema
 from ..runtime.validate import OscarInputError
 
 __all__ = [
     "CANONICAL_COLUMNS",
+    "Judgments",
     "LoadReport",
-    "SCHEMAS",
-    "Schema",
-    "detect_schema",
+    "load_arena_hard",
+    "example_path",
     "load_judgments",
-    "read_table",
-    "register_schema",
     "shared_data_dir",
 ]
 
-CANONICAL_COLUMNS = ("prompt", "candidate_a", "candidate_b", "judge", "outcome", "tie_kind", "weight")
 DATA_DIR_ENV = "OSCAR_DATA_DIR"
+# Shipped with the package (package data), so examples run without a download.
+EXAMPLES = {"arena": "arena_battles.csv"}
+
+
+def example_path(name: str = "arena") -> Path:
+    """Path of a dataset shipped with the package.
+
+    ``"arena"``: 240 synthetic Chatbot Arena-style battles (``question_id, model_a,
+    model_b, winner, judge``): 3 models against ``gpt-4-0314`` on 20 prompts, each pair
+    shown in both orders to ``gpt-4-turbo`` (which prefers the first-shown answer) and
+    ``claude-3-opus``; 30 ties and 16 ``tie (bothbad)``. The same records as the other
+    ecosystem files in ``tests/data`` (``tests/data/make_ecosystem_files.py``).
+    """
+    if name not in EXAMPLES:
+        raise OscarInputError(f"Requested example {name!r} but it must be one of {sorted(EXAMPLES)}")
+    return Path(__file__).resolve().parent / "examples" / EXAMPLES[name]
 
 
 def shared_data_dir() -> Path:
@@ -66,170 +83,21 @@ def shared_data_dir() -> Path:
     return Path(__file__).resolve().parents[3] / "shared" / "data"  # <root>/oscar_jax/io/data.py
 
 
-@dataclass
-class LoadReport:
-    """What a reader did: the schema it used, record counts and every drop, by reason."""
+class Judgments(NamedTuple):
+    """Judgments read into the canonical frame, with the report of what the reader did.
 
-    source: str
-    schema: str
-    n_input: int
-    n_kept: int = 0
-    dropped: dict[str, int] = field(default_factory=dict)
-    ties: dict[str, int] = field(default_factory=dict)
-    notes: list[str] = field(default_factory=list)
-    # Where len_a/len_b came from when they were joined from responses (oscar_jax.io.responses);
-    # build_design copies it into the design's (and so every result's) notes.
-    lengths: str = ""
-
-    def summary(self) -> str:
-        parts = [f"{self.n_kept} of {self.n_input} records kept ({self.schema} schema)"]
-        for reason, n in self.dropped.items():
-            if n:
-                parts.append(f"dropped {n} {reason}")
-        for kind, n in self.ties.items():
-            if n:
-                parts.append(f"{n} {kind}")
-        return "; ".join(parts)
-
-
-# ---------------------------------------------------------------------------------------
-# The schema registry and the built-in conventions (the ecosystem's are in schemas.py)
-# ---------------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Schema:
-    """An input convention: how to recognise it and how to convert it to canonical rows.
-
-    ``convert(frame, report, options)`` returns a frame with the canonical columns and
-    records in the report every drop it makes.
+    What :func:`load_judgments` returns (``frame, report = load_judgments(...)``); every
+    estimator accepts it as its data.
     """
 
-    name: str
-    required: tuple[str, ...]
-    convert: Callable[[pd.DataFrame, LoadReport, dict], pd.DataFrame]
-    description: str = ""
-    # Columns whose presence marks this schema even when another's are also present.
-    marker: tuple[str, ...] = ()
+    frame: pd.DataFrame
+    report: LoadReport
 
 
-SCHEMAS: dict[str, Schema] = {}
-
-
-def register_schema(schema: Schema) -> Schema:
-    """Add an input convention (used by the ecosystem readers)."""
-    SCHEMAS[schema.name] = schema
-    return schema
-
-
-def detect_schema(frame: pd.DataFrame) -> str:
-    """Name of the one schema whose required columns the frame has.
-
-    Raises when none or several match; pass ``schema=`` to choose explicitly.
-    """
-    cols = set(frame.columns)
-    hits = [s.name for s in SCHEMAS.values() if set(s.required) <= cols]
-    if len(hits) > 1:
-        marked = [h for h in hits if SCHEMAS[h].marker and set(SCHEMAS[h].marker) <= cols]
-        if len(marked) == 1:
-            return marked[0]
-    if len(hits) == 1:
-        return hits[0]
-    if not hits:
-        wanted = "; ".join(f"{s.name}: {', '.join(s.required)}" for s in SCHEMAS.values())
-        raise OscarInputError(
-            f"cannot recognise the input columns {sorted(map(str, cols))}; "
-            f"expected the columns of one schema ({wanted})"
-        )
-    raise OscarInputError(
-        f"the input columns match several schemas {hits}; choose one with schema=... (CLI: --schema)"
-    )
-
-
-def _convert_oscar(frame: pd.DataFrame, report: LoadReport, options: dict) -> pd.DataFrame:
-    require_columns(frame, ("candidate_a", "candidate_b", "outcome"), "oscar")
-    mapping = {"a": (1.0, ""), "b": (0.0, ""), "tie": (0.5, "tie"),
-               "tie (bothbad)": (0.5, "bothbad"), "bothbad": (0.5, "bothbad")}
-    y, kind = outcome_from_labels(frame["outcome"], "outcome", mapping, allow_numeric=True, frame=frame)
-    out = {
-        "prompt": prompt_ids(frame, "prompt", report),
-        "candidate_a": name_column(frame, "candidate_a"),
-        "candidate_b": name_column(frame, "candidate_b"),
-        "judge": judge_names(frame, "judge", report),
-        "outcome": y,
-        "tie_kind": kind,
-    }
-    return finish_frame(frame, out)
-
-
-def _convert_xu(frame: pd.DataFrame, report: LoadReport, options: dict) -> pd.DataFrame:
-    cols = ("question_id", "model_a", "model_b", "judge_model", "judge_preferred_model")
-    require_columns(frame, cols, "xu")
-    verdict = frame["judge_preferred_model"].astype(str).str.strip().str.lower()
-    unknown = verdict == "unknown"
-    report.dropped["'unknown' verdicts (format rule)"] = int(unknown.sum())
-    frame = frame.loc[~unknown].reset_index(drop=True)
-    mapping = {"a": (1.0, ""), "b": (0.0, ""), "c": (0.5, "tie")}
-    y, kind = outcome_from_labels(frame["judge_preferred_model"], "judge_preferred_model", mapping, False, frame)
-    out = {
-        "prompt": prompt_ids(frame, "question_id", report),
-        "candidate_a": name_column(frame, "model_a"),
-        "candidate_b": name_column(frame, "model_b"),
-        "judge": name_column(frame, "judge_model"),
-        "outcome": y,
-        "tie_kind": kind,
-    }
-    return finish_frame(frame, out)
-
-
-ARENA_WINNERS = {"model_a": (1.0, ""), "model_b": (0.0, ""), "tie": (0.5, "tie"),
-                 "tie (bothbad)": (0.5, "bothbad")}
-
-
-def _convert_arena(frame: pd.DataFrame, report: LoadReport, options: dict) -> pd.DataFrame:
-    require_columns(frame, ("model_a", "model_b", "winner"), "arena")
-    frame = _apply_bothbad(frame, frame["winner"].astype(str).str.strip().str.lower() == "tie (bothbad)",
-                           report, options)
-    y, kind = outcome_from_labels(frame["winner"], "winner", ARENA_WINNERS, False, frame)
-    prompt_col = "question_id" if "question_id" in frame.columns else "prompt"
-    out = {
-        "prompt": prompt_ids(frame, prompt_col, report),
-        "candidate_a": name_column(frame, "model_a"),
-        "candidate_b": name_column(frame, "model_b"),
-        "judge": judge_names(frame, "judge", report, default="arena"),
-        "outcome": y,
-        "tie_kind": kind,
-    }
-    return finish_frame(frame, out)
-
-
-def _apply_bothbad(frame, is_bothbad, report: LoadReport, options: dict) -> pd.DataFrame:
-    """``bothbad='tie'`` (default) scores 'tie (bothbad)' as ½; ``'drop'`` removes it, counted."""
-    policy = options.get("bothbad", "tie")
-    if policy not in ("tie", "drop"):
-        raise OscarInputError(f"bothbad must be 'tie' or 'drop', got {policy!r}")
-    if policy == "drop":
-        report.dropped["'tie (bothbad)' records (bothbad='drop')"] = int(np.sum(is_bothbad))
-        return frame.loc[~np.asarray(is_bothbad)].reset_index(drop=True)
-    return frame
-
-
-register_schema(Schema("xu", ("question_id", "model_a", "model_b", "judge_model", "judge_preferred_model"),
-                       _convert_xu, "Xu et al. (2026) judge release: verdict a/b/c/unknown",
-                       marker=("judge_preferred_model",)))
-register_schema(Schema("arena", ("model_a", "model_b", "winner"), _convert_arena,
-                       "Chatbot Arena battles: winner model_a/model_b/tie/tie (bothbad)",
-                       marker=("winner", "model_a")))
-register_schema(Schema("oscar", ("candidate_a", "candidate_b", "outcome"), _convert_oscar,
-                       "oscar_jax columns: prompt, candidate_a, candidate_b, judge, outcome"))
-
-
-# ---------------------------------------------------------------------------------------
-# Entry point
-# ---------------------------------------------------------------------------------------
-
-def load_judgments(source, schema: str | None = None, *, bothbad: str = "tie",
-                   keep_columns=(), encoding: str | None = None, responses=None, turn: int = 1,
-                   missing_responses: str = "error", **schema_options) -> tuple[pd.DataFrame, LoadReport]:
+def load_judgments(source, schema: str | None = None, *, bothbad: str = "tie", baseline: str | None = None,
+                   strong_weight: float | None = None, filters=(), exclude_ties: bool = False, keep_columns=(),
+                   encoding: str | None = None, responses=None, turn: int = 1,
+                   missing_responses: str = "error") -> Judgments:
     """Read judgments from a file or DataFrame into the canonical frame.
 
     Parameters
@@ -241,6 +109,19 @@ def load_judgments(source, schema: str | None = None, *, bothbad: str = "tie",
     bothbad
         ``"tie"`` (default) scores Arena's ``tie (bothbad)`` as ½ and reports it
         separately; ``"drop"`` removes those records (counted in the report).
+    baseline, strong_weight
+        arena-hard-auto files: the baseline model shown first in game 1 (v0.1 rows do
+        not store it; fills or must agree with a ``baseline`` column) and the weight of a
+        ``>>`` verdict (default 1; arena-hard-auto uses 3). Either implies
+        ``schema="arena-hard"``.
+    filters
+        Keep only the records whose column equals a value, as text: a dict
+        ``{"category": "coding"}``, ``(column, value)`` pairs or ``"COLUMN=VALUE"``
+        strings (FastChat's ``--category``; CLI ``--filter``). A canonical column
+        (``judge``, ``prompt``, …) is matched as read, any other on the raw input.
+    exclude_ties
+        Drop ties of both kinds ("tie" and Arena's "tie (bothbad)"), as FastChat's
+        ``--exclude-tie`` does; by default a tie scores ½.
     keep_columns
         Extra raw columns to carry through (user covariates for ``build_design``).
     encoding
@@ -249,15 +130,14 @@ def load_judgments(source, schema: str | None = None, *, bothbad: str = "tie",
         Response lengths joined by (prompt, candidate): a FastChat ``model_answer``
         directory, answer JSONL files or a table (see :mod:`oscar_jax.io.responses`); ``turn``
         picks the answer turn; ``missing_responses="drop"`` drops (and counts) judgments
-        lacking a response instead of raising.
-    **schema_options
-        Options of a particular reader (e.g. arena-hard's ``baseline``, ``strong_weight``),
-        passed to its converter.
+        lacking a response instead of raising. Joined after the filters, so only the
+        records kept need a response.
 
     Returns
     -------
-    frame, report
-        The canonical frame (see module docstring) and a :class:`LoadReport`.
+    Judgments
+        ``(frame, report)``: the canonical frame (see module docstring) and a
+        :class:`LoadReport` counting every drop.
 
     Examples
     --------
@@ -272,12 +152,17 @@ def load_judgments(source, schema: str | None = None, *, bothbad: str = "tie",
     raw.columns = [str(c).strip() for c in raw.columns]
     if len(raw) == 0:
         raise OscarInputError(f"{name}: no records (empty data)")
+    if baseline is not None or strong_weight is not None:
+        if schema not in (None, "arena-hard"):
+            raise OscarInputError(f"baseline and strong_weight (--baseline, --strong-weight) apply to arena-hard "
+                                  f"files only, not schema {schema!r}")
+        schema = "arena-hard"
     if schema is None:
         schema = detect_schema(raw)
     if schema not in SCHEMAS:
         raise OscarInputError(f"Requested schema {schema!r} but it must be one of {sorted(SCHEMAS)}")
     report = LoadReport(source=name, schema=schema, n_input=len(raw))
-    options = {"bothbad": bothbad, **schema_options}
+    options = {"bothbad": bothbad, "baseline": baseline, "strong_weight": strong_weight}
     raw[SOURCE_ROW] = np.arange(len(raw))
     try:
         frame = SCHEMAS[schema].convert(raw, report, options)
@@ -285,19 +170,23 @@ def load_judgments(source, schema: str | None = None, *, bothbad: str = "tie",
         text = str(exc)
         raise OscarInputError(text if text.startswith(name) else f"{name}: {text}") from None
     rows = frame.pop(SOURCE_ROW).to_numpy() if SOURCE_ROW in frame.columns else np.arange(len(frame))
-    for col in keep_columns:
+    pairs = filter_pairs(filters)
+    # A filter on a column the frame lacks reads the raw input's column, carried only while selecting.
+    carried = [c for c, _ in pairs if c not in frame.columns and c not in keep_columns]
+    for col in dict.fromkeys([*keep_columns, *carried]):
         if col not in raw.columns:
+            what = "covariate column" if col in keep_columns else "--filter/--category column"
             raise OscarInputError(
-                f"covariate column {col!r} is not in the data; columns: {sorted(c for c in raw.columns if c != SOURCE_ROW)}"
+                f"{what} {col!r} is not in the data; columns: {sorted(c for c in raw.columns if c != SOURCE_ROW)}"
+                + ("" if col in keep_columns else " (Python: filters=)")
             )
         frame[col] = raw[col].to_numpy()[rows]
     same = (frame["candidate_a"] == frame["candidate_b"]).to_numpy()
-    if same.any():
-        row = int(np.flatnonzero(same)[0])
-        raise OscarInputError(
-            f"row {int(rows[row]) + 1}: candidate_a == candidate_b == {frame['candidate_a'].iloc[row]!r}; "
-            f"a candidate cannot be compared with itself ({int(same.sum())} such records); remove them"
-        )
+    raise_at(same, lambda i: (f"row {int(rows[i]) + 1}: candidate_a == candidate_b == {frame['candidate_a'].iloc[i]!r}; "
+                              f"a candidate cannot be compared with itself ({int(same.sum())} such records); remove them"))
+    if pairs or exclude_ties:
+        keep = selection_mask(frame, report, pairs, exclude_ties)
+        frame, rows = frame.loc[keep].drop(columns=list(dict.fromkeys(carried))).reset_index(drop=True), rows[keep]
     if responses is not None:
         frame = attach_responses(frame, report, responses, turn=turn, missing_responses=missing_responses, rows=rows)
     if len(frame) == 0:
@@ -305,4 +194,12 @@ def load_judgments(source, schema: str | None = None, *, bothbad: str = "tie",
     kinds = frame["tie_kind"].to_numpy()
     report.ties = {"ties": int(np.sum(kinds == "tie")), "'tie (bothbad)' ties": int(np.sum(kinds == "bothbad"))}
     report.n_kept = len(frame)
-    return frame.reset_index(drop=True), report
+    return Judgments(frame.reset_index(drop=True), report)
+
+
+def load_arena_hard(source, *, baseline: str | None = None, strong_weight: float | None = None,
+                    **options) -> Judgments:
+    """:func:`load_judgments` of arena-hard-auto judgment rows (``model``, ``games`` and
+    optionally ``question_id``/``uid``, ``judge``, ``baseline``), e.g.
+    ``load_arena_hard(path, baseline="gpt-4-0314")`` for arena-hard-auto v0.1."""
+    return load_judgments(source, "arena-hard", baseline=baseline, strong_weight=strong_weight, **options)

@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .columns import prompt_key
+from .columns import prompt_key, raise_at
 from .readers import read_table
 from ..runtime.validate import OscarInputError
 
@@ -110,16 +110,11 @@ def _table(frame: pd.DataFrame, name: str) -> pd.DataFrame:
     from_text = given.isna().to_numpy()
     is_text = texts.map(lambda t: isinstance(t, str)).to_numpy()
     lengths[from_text & is_text] = texts[from_text & is_text].map(len).to_numpy(dtype=float)
-    bad = ~np.isfinite(lengths) | (lengths < 0)
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        shown = given.iloc[i] if not from_text[i] else texts.iloc[i]
-        raise OscarInputError(f"{origin[i]}: no usable response ({'length' if not from_text[i] else 'text'} is "
-                              f"{shown!r}); give a non-negative character count or the response text")
-    missing = frame[prompt].isna().to_numpy() | frame[cand].isna().to_numpy()
-    if missing.any():
-        i = int(np.flatnonzero(missing)[0])
-        raise OscarInputError(f"{origin[i]}: missing {prompt!r} or {cand!r}; every response needs both")
+    raise_at(~np.isfinite(lengths) | (lengths < 0), lambda i: (
+        f"{origin[i]}: no usable response ({'length' if not from_text[i] else 'text'} is "
+        f"{(given if not from_text[i] else texts).iloc[i]!r}); give a non-negative character count or the response text"))
+    raise_at(frame[prompt].isna().to_numpy() | frame[cand].isna().to_numpy(),
+             lambda i: f"{origin[i]}: missing {prompt!r} or {cand!r}; every response needs both")
     return pd.DataFrame({"prompt": frame[prompt].to_numpy(), "candidate": frame[cand].astype(str).str.strip().to_numpy(),
                          "length": lengths, "origin": origin})
 
@@ -216,15 +211,12 @@ def attach_responses(frame: pd.DataFrame, report, source, *, turn: int = 1, miss
     rows = np.arange(len(frame)) if rows is None else np.asarray(rows)
     shown = source if isinstance(source, (str, Path)) else (
         "<DataFrame>" if isinstance(source, pd.DataFrame) else ", ".join(map(str, source)))
-    if missing.any() and missing_responses == "error":
-        i = int(np.flatnonzero(missing)[0])
-        side = "a" if np.isnan(lengths["a"][i]) else "b"
-        cand = frame[f"candidate_{side}"].iloc[i]
-        raise OscarInputError(
-            f"{_where(report.source, int(rows[i]))}: no turn-{turn} response of candidate {cand!r} to prompt "
+    if missing_responses == "error":
+        raise_at(missing, lambda i: (
+            f"{_where(report.source, int(rows[i]))}: no turn-{turn} response of candidate "
+            f"{frame['candidate_a' if np.isnan(lengths['a'][i]) else 'candidate_b'].iloc[i]!r} to prompt "
             f"{prompts[i]!r} in {shown} ({int(missing.sum())} judgment(s) lack a response); add the missing "
-            f"answers or {_FIX}"
-        )
+            f"answers or {_FIX}"))
     out = frame.assign(len_a=lengths["a"], len_b=lengths["b"])
     if missing_responses == "drop":
         report.dropped["judgments without a response (missing_responses='drop')"] = int(missing.sum())

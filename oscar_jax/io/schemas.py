@@ -1,6 +1,7 @@
-"""Extra input conventions of the ecosystem (registered into ``oscar_jax.io.data.SCHEMAS``).
+"""The input conventions: how to recognise each one and how to convert it to canonical rows.
 
-Every convention becomes the canonical frame of :mod:`oscar_jax.io.data` with the
+:data:`SCHEMAS` lists them all, in one place. Every convention becomes the canonical frame
+of :mod:`oscar_jax.io.data` (built by :func:`~oscar_jax.io.columns.canonical_frame`) with the
 *displayed* order kept (slot A = the response shown first). Detection picks the one
 schema whose required columns are present (marker columns break ties); ``schema=`` /
 ``--schema`` overrides it.
@@ -8,8 +9,13 @@ schema whose required columns are present (marker columns break ties); ``schema=
 =========== ============================================ =====================================
 schema      columns                                      outcome coding → Y (slot A score)
 =========== ============================================ =====================================
+xu          question_id, model_a, model_b, judge_model,  a → 1, b → 0, c → ½; ``unknown``
+            judge_preferred_model (Xu et al. 2026)       dropped (format rule)
 arena       model_a, model_b, winner [question_id,       model_a → 1, model_b → 0, tie → ½,
-            judge]  (FastChat battles; in data.py)       tie (bothbad) → ½ (kept apart)
+            judge]  (FastChat battles)                   tie (bothbad) → ½ (kept apart, or
+                                                         dropped with ``bothbad="drop"``)
+oscar       prompt, candidate_a, candidate_b, judge,     A/B/tie or a number in [0, 1]
+            outcome
 evalica     left, right, winner [question_id, judge]     left → 1, right → 0, tie → ½
 crowdkit    worker, left, right, label [task]            label = the winner's id (no ties)
 alpacaeval  generator_1, generator_2, preference         1 → 1, 2 → 0, 1.5 or legacy 0 → ½,
@@ -24,27 +30,94 @@ arena-hard  model, games[].score [baseline,              game 1 shows (baseline,
 Arena-hard ``>>`` verdicts carry weight ``strong_weight`` (default 1; arena-hard-auto's
 own default is 3, which counts such a verdict as three independent ones and narrows the
 intervals accordingly, cf. arena-hard-auto issue #51). The baseline is not stored in
-arena-hard-auto v0.1 rows: give it with ``baseline=`` (:func:`load_arena_hard`, CLI
+arena-hard-auto v0.1 rows: give it with ``baseline=`` (``load_judgments``, CLI
 ``--baseline``) or a ``baseline`` column.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-from .columns import finish_frame, judge_names, name_column, outcome_from_labels, prompt_ids, require_columns, row_label, shown
-from .data import LoadReport, Schema, load_judgments, register_schema
-from .readers import read_table
+from .columns import (LoadReport, canonical_frame, name_column, outcome_from_labels, prompt_ids, raise_at,
+                      require_columns, row_label, shown)
 from ..runtime.validate import OscarInputError
 
 __all__ = [
     "ARENA_HARD_LABELS",
+    "ARENA_WINNERS",
     "EVALICA_WINNERS",
-    "load_arena_hard",
+    "SCHEMAS",
+    "Schema",
+    "detect_schema",
+    "register_schema",
 ]
+
+
+@dataclass(frozen=True)
+class Schema:
+    """An input convention: how to recognise it and how to convert it to canonical rows.
+
+    ``convert(frame, report, options)`` returns a frame with the canonical columns and
+    records in the report every drop it makes; ``options`` holds the reader options
+    (``bothbad``, ``baseline``, ``strong_weight``).
+    """
+
+    name: str
+    required: tuple[str, ...]
+    convert: Callable[[pd.DataFrame, LoadReport, dict], pd.DataFrame]
+    description: str = ""
+    # Columns whose presence marks this schema even when another's are also present.
+    marker: tuple[str, ...] = ()
+
+
+# ---------------------------------------------------------------------------------------
+# oscar_jax's own columns, Xu et al.'s release, Chatbot Arena battles
+# ---------------------------------------------------------------------------------------
+
+def _convert_oscar(frame: pd.DataFrame, report: LoadReport, options: dict) -> pd.DataFrame:
+    require_columns(frame, ("candidate_a", "candidate_b", "outcome"), "oscar")
+    mapping = {"a": (1.0, ""), "b": (0.0, ""), "tie": (0.5, "tie"),
+               "tie (bothbad)": (0.5, "bothbad"), "bothbad": (0.5, "bothbad")}
+    outcome = outcome_from_labels(frame["outcome"], "outcome", mapping, allow_numeric=True, frame=frame)
+    return canonical_frame(frame, report, outcome, prompt="prompt", candidate_a="candidate_a",
+                           candidate_b="candidate_b", judge="judge")
+
+
+def _convert_xu(frame: pd.DataFrame, report: LoadReport, options: dict) -> pd.DataFrame:
+    cols = ("question_id", "model_a", "model_b", "judge_model", "judge_preferred_model")
+    require_columns(frame, cols, "xu")
+    verdict = frame["judge_preferred_model"].astype(str).str.strip().str.lower()
+    unknown = verdict == "unknown"
+    report.dropped["'unknown' verdicts (format rule)"] = int(unknown.sum())
+    frame = frame.loc[~unknown].reset_index(drop=True)
+    mapping = {"a": (1.0, ""), "b": (0.0, ""), "c": (0.5, "tie")}
+    outcome = outcome_from_labels(frame["judge_preferred_model"], "judge_preferred_model", mapping, False, frame)
+    return canonical_frame(frame, report, outcome, prompt="question_id", candidate_a="model_a",
+                           candidate_b="model_b", judge="judge_model")
+
+
+ARENA_WINNERS = {"model_a": (1.0, ""), "model_b": (0.0, ""), "tie": (0.5, "tie"),
+                 "tie (bothbad)": (0.5, "bothbad")}
+
+
+def _convert_arena(frame: pd.DataFrame, report: LoadReport, options: dict) -> pd.DataFrame:
+    require_columns(frame, ("model_a", "model_b", "winner"), "arena")
+    is_bothbad = (frame["winner"].astype(str).str.strip().str.lower() == "tie (bothbad)").to_numpy()
+    policy = options.get("bothbad", "tie")  # 'tie' scores 'tie (bothbad)' as ½; 'drop' removes it, counted
+    if policy not in ("tie", "drop"):
+        raise OscarInputError(f"bothbad must be 'tie' or 'drop', got {policy!r}")
+    if policy == "drop":
+        report.dropped["'tie (bothbad)' records (bothbad='drop')"] = int(np.sum(is_bothbad))
+        frame = frame.loc[~is_bothbad].reset_index(drop=True)
+    outcome = outcome_from_labels(frame["winner"], "winner", ARENA_WINNERS, False, frame)
+    return canonical_frame(frame, report, outcome, prompt=("question_id", "prompt"), candidate_a="model_a",
+                           candidate_b="model_b", judge="judge", default_judge="arena")
+
 
 EVALICA_WINNERS = {"left": (1.0, ""), "right": (0.0, ""), "tie": (0.5, "tie")}
 
@@ -57,30 +130,15 @@ ARENA_HARD_LABELS = {
 }
 
 
-def _prompt_column(frame: pd.DataFrame, names) -> str:
-    """The first of ``names`` present (the last one is reported as absent when none is)."""
-    for name in names:
-        if name in frame.columns:
-            return name
-    return names[0]
-
-
 # ---------------------------------------------------------------------------------------
 # evalica: left, right, winner ∈ {left, right, tie}
 # ---------------------------------------------------------------------------------------
 
 def _convert_evalica(frame: pd.DataFrame, report: LoadReport, options: dict) -> pd.DataFrame:
     require_columns(frame, ("left", "right", "winner"), "evalica")
-    y, kind = outcome_from_labels(frame["winner"], "winner", EVALICA_WINNERS, False, frame)
-    out = {
-        "prompt": prompt_ids(frame, _prompt_column(frame, ("question_id", "prompt")), report),
-        "candidate_a": name_column(frame, "left"),
-        "candidate_b": name_column(frame, "right"),
-        "judge": judge_names(frame, "judge", report, default="judge"),
-        "outcome": y,
-        "tie_kind": kind,
-    }
-    return finish_frame(frame, out)
+    outcome = outcome_from_labels(frame["winner"], "winner", EVALICA_WINNERS, False, frame)
+    return canonical_frame(frame, report, outcome, prompt=("question_id", "prompt"), candidate_a="left",
+                           candidate_b="right", judge="judge")
 
 
 # ---------------------------------------------------------------------------------------
@@ -92,24 +150,13 @@ def _convert_crowdkit(frame: pd.DataFrame, report: LoadReport, options: dict) ->
     left, right = name_column(frame, "left"), name_column(frame, "right")
     label = name_column(frame, "label")
     a_won = (label == left).to_numpy()
-    b_won = (label == right).to_numpy()
-    bad = ~(a_won | b_won)
-    if bad.any():
-        row = int(np.flatnonzero(bad)[0])
-        raise OscarInputError(
-            f"column 'label' {row_label(frame, row)}: {label.iloc[row]!r} is neither the left item "
-            f"{left.iloc[row]!r} nor the right item {right.iloc[row]!r}; crowd-kit labels hold the "
-            "winner's id and the format has no ties (use the evalica or oscar schema for ties)"
-        )
-    out = {
-        "prompt": prompt_ids(frame, _prompt_column(frame, ("task", "question_id", "prompt")), report),
-        "candidate_a": left,
-        "candidate_b": right,
-        "judge": name_column(frame, "worker"),
-        "outcome": a_won.astype(float),
-        "tie_kind": np.full(len(frame), "", dtype=object),
-    }
-    return finish_frame(frame, out)
+    raise_at(~(a_won | (label == right).to_numpy()), lambda i: (
+        f"column 'label' {row_label(frame, i)}: {label.iloc[i]!r} is neither the left item {left.iloc[i]!r} nor the "
+        f"right item {right.iloc[i]!r}; crowd-kit labels hold the winner's id and the format has no ties (use the "
+        "evalica or oscar schema for ties)"))
+    outcome = a_won.astype(float), np.full(len(frame), "", dtype=object)
+    return canonical_frame(frame, report, outcome, prompt=("task", "question_id", "prompt"), candidate_a=left,
+                           candidate_b=right, judge="worker")
 
 
 # ---------------------------------------------------------------------------------------
@@ -149,15 +196,10 @@ def _convert_alpacaeval(frame: pd.DataFrame, report: LoadReport, options: dict) 
         "AlpacaEval stores preferences relative to output_1/output_2, not the (randomized) order "
         "the annotator saw; slot A is output_1, so position effects are not identified from this file"
     )
-    out = {
-        "prompt": prompt_ids(frame, _prompt_column(frame, ("instruction", "question_id", "prompt")), report),
-        "candidate_a": name_column(frame, "generator_1"),
-        "candidate_b": name_column(frame, "generator_2"),
-        "judge": judge_names(frame, "annotator", report, default="alpacaeval"),
-        "outcome": np.array([p[0] for p in pairs], dtype=float),
-        "tie_kind": np.array([p[1] for p in pairs], dtype=object),
-    }
-    return finish_frame(frame, out)
+    outcome = np.array([p[0] for p in pairs], dtype=float), np.array([p[1] for p in pairs], dtype=object)
+    return canonical_frame(frame, report, outcome, prompt=("instruction", "question_id", "prompt"),
+                           candidate_a="generator_1", candidate_b="generator_2", judge="annotator",
+                           default_judge="alpacaeval")
 
 
 # ---------------------------------------------------------------------------------------
@@ -170,13 +212,32 @@ def _game_score(game):
     return game
 
 
+def _arena_hard_options(frame: pd.DataFrame, options: dict) -> pd.DataFrame:
+    """``frame`` with the reader's ``baseline`` and ``strong_weight`` as columns (a given
+    baseline must agree with a ``baseline`` column the rows carry)."""
+    baseline, strong_weight = options.get("baseline"), options.get("strong_weight")
+    if baseline is not None:
+        if "baseline" in frame.columns:
+            given = frame["baseline"].astype(str).str.strip()
+            raise_at(given != str(baseline), lambda i: (f"column 'baseline' {row_label(frame, i)}: {given.iloc[i]!r} "
+                                                        f"differs from baseline={baseline!r}; drop one of the two"))
+        frame = frame.assign(baseline=str(baseline))
+    if strong_weight is not None:
+        w = float(strong_weight)
+        if not (math.isfinite(w) and w > 0):
+            raise OscarInputError(f"strong_weight must be a positive number, got {strong_weight!r}")
+        frame = frame.assign(strong_weight=w)
+    return frame
+
+
 def _convert_arena_hard(frame: pd.DataFrame, report: LoadReport, options: dict) -> pd.DataFrame:
     require_columns(frame, ("model", "games"), "arena-hard")
+    frame = _arena_hard_options(frame, options)
     if "baseline" not in frame.columns:
         raise OscarInputError(
             "schema 'arena-hard': the rows carry no 'baseline' column, and arena-hard-auto v0.1 files "
             "do not record the baseline model; pass it with --baseline NAME (Python: "
-            "oscar_jax.io.schemas.load_arena_hard(path, baseline='gpt-4-0314')) or add a 'baseline' field"
+            "oscar_jax.load_judgments(path, baseline='gpt-4-0314')) or add a 'baseline' field"
         )
     strong = 1.0
     if "strong_weight" in frame.columns:
@@ -189,7 +250,7 @@ def _convert_arena_hard(frame: pd.DataFrame, report: LoadReport, options: dict) 
         strong = float(values[0])
     model = name_column(frame, "model")
     baseline = name_column(frame, "baseline")
-    pid_col = _prompt_column(frame, ("question_id", "uid", "prompt"))
+    pid_col = next((c for c in ("question_id", "uid", "prompt") if c in frame.columns), None)
     rows = []
     n_null = 0
     for i in range(len(frame)):
@@ -227,75 +288,68 @@ def _convert_arena_hard(frame: pd.DataFrame, report: LoadReport, options: dict) 
     base_w = (pd.to_numeric(games_frame["weight"], errors="coerce").to_numpy(dtype=float)
               if "weight" in games_frame.columns else np.ones(len(rows)))
     games_frame["weight"] = base_w * np.array([r[5] for r in rows])
-    if pid_col in games_frame.columns:
+    if pid_col is not None:
         prompts = prompt_ids(games_frame, pid_col, report)
     else:
         # Both games of one judgment row judge the same prompt: keep them in one cluster.
         report.notes.append("no 'question_id'/'uid' column: each judgment row (two games) is its own prompt cluster")
         prompts = pd.Series([f"row-{i}" for i in idx], dtype=object)
-    out = {
-        "prompt": prompts,
-        "candidate_a": pd.Series([r[1] for r in rows], dtype=object).astype(str),
-        "candidate_b": pd.Series([r[2] for r in rows], dtype=object).astype(str),
-        "judge": judge_names(games_frame, "judge", report, default="judge"),
-        "outcome": np.array([r[3] for r in rows], dtype=float),
-        "tie_kind": np.array([r[4] for r in rows], dtype=object),
-    }
+    outcome = np.array([r[3] for r in rows], dtype=float), np.array([r[4] for r in rows], dtype=object)
+    a = pd.Series([r[1] for r in rows], dtype=object).astype(str)
+    b = pd.Series([r[2] for r in rows], dtype=object).astype(str)
+    result = canonical_frame(games_frame, report, outcome, prompt=prompts, candidate_a=a, candidate_b=b, judge="judge")
     if strong != 1.0:
         report.notes.append(f"arena-hard '>>' verdicts weighted {strong:g} (strong_weight)")
-    return finish_frame(games_frame, out)
+    return result
 
 
-def load_arena_hard(source, *, baseline: str | None = None, strong_weight: float | None = None,
-                    keep_columns=()) -> tuple[pd.DataFrame, LoadReport]:
-    """Read arena-hard-auto judgment rows, supplying what the rows themselves may lack.
+# ---------------------------------------------------------------------------------------
+# The registry: every convention, in one place (detection and error messages keep this order)
+# ---------------------------------------------------------------------------------------
 
-    Parameters
-    ----------
-    source
-        JSONL path (one judgment row per line), DataFrame or list of dicts with ``model``,
-        ``games`` and optionally ``question_id``/``uid``, ``judge``, ``baseline``.
-    baseline
-        Baseline model shown in slot A of game 1 (fills or must agree with a ``baseline``
-        column), e.g. ``"gpt-4-0314"`` for arena-hard-auto v0.1.
-    strong_weight
-        Weight of a ``>>`` verdict (default 1; arena-hard-auto uses 3).
+SCHEMAS: dict[str, Schema] = {schema.name: schema for schema in (
+    Schema("xu", ("question_id", "model_a", "model_b", "judge_model", "judge_preferred_model"), _convert_xu,
+           "Xu et al. (2026) judge release: verdict a/b/c/unknown", marker=("judge_preferred_model",)),
+    Schema("arena", ("model_a", "model_b", "winner"), _convert_arena,
+           "Chatbot Arena battles: winner model_a/model_b/tie/tie (bothbad)", marker=("winner", "model_a")),
+    Schema("oscar", ("candidate_a", "candidate_b", "outcome"), _convert_oscar,
+           "oscar_jax columns: prompt, candidate_a, candidate_b, judge, outcome"),
+    Schema("evalica", ("left", "right", "winner"), _convert_evalica,
+           "evalica: left, right, winner ∈ {left, right, tie}", marker=("winner",)),
+    Schema("crowdkit", ("worker", "left", "right", "label"), _convert_crowdkit,
+           "crowd-kit: worker, left, right, label = the winner's id", marker=("worker", "label")),
+    Schema("alpacaeval", ("generator_1", "generator_2", "preference"), _convert_alpacaeval,
+           "AlpacaEval annotations: preference 1 / 2 / 1.5 (legacy 0 = draw)", marker=("preference",)),
+    Schema("arena-hard", ("model", "games"), _convert_arena_hard,
+           "arena-hard-auto judgments: games[].score A>>B … B>>A, game 2 position-swapped", marker=("games",)),
+)}
 
-    Returns
-    -------
-    frame, report
-        As :func:`~oscar_jax.io.data.load_judgments`.
+
+def register_schema(schema: Schema) -> Schema:
+    """Add an input convention of your own to :data:`SCHEMAS` (detection and ``schema=``)."""
+    SCHEMAS[schema.name] = schema
+    return schema
+
+
+def detect_schema(frame: pd.DataFrame) -> str:
+    """Name of the one schema whose required columns the frame has.
+
+    Raises when none or several match; pass ``schema=`` to choose explicitly.
     """
-    raw, name = read_table(source)
-    raw.columns = [str(c).strip() for c in raw.columns]
-    if baseline is not None:
-        if "baseline" in raw.columns:
-            given = raw["baseline"].astype(str).str.strip()
-            clash = (given != str(baseline)).to_numpy()
-            if clash.any():
-                row = int(np.flatnonzero(clash)[0])
-                raise OscarInputError(
-                    f"column 'baseline' row {row + 1}: {given.iloc[row]!r} differs from baseline={baseline!r}; "
-                    "drop one of the two"
-                )
-        raw["baseline"] = str(baseline)
-    if strong_weight is not None:
-        w = float(strong_weight)
-        if not (math.isfinite(w) and w > 0):
-            raise OscarInputError(f"strong_weight must be a positive number, got {strong_weight!r}")
-        raw["strong_weight"] = w
-    frame, report = load_judgments(raw, schema="arena-hard", keep_columns=keep_columns)
-    report.source = name
-    return frame, report
-
-
-register_schema(Schema("evalica", ("left", "right", "winner"), _convert_evalica,
-                       "evalica: left, right, winner ∈ {left, right, tie}", marker=("winner",)))
-register_schema(Schema("crowdkit", ("worker", "left", "right", "label"), _convert_crowdkit,
-                       "crowd-kit: worker, left, right, label = the winner's id", marker=("worker", "label")))
-register_schema(Schema("alpacaeval", ("generator_1", "generator_2", "preference"), _convert_alpacaeval,
-                       "AlpacaEval annotations: preference 1 / 2 / 1.5 (legacy 0 = draw)",
-                       marker=("preference",)))
-register_schema(Schema("arena-hard", ("model", "games"), _convert_arena_hard,
-                       "arena-hard-auto judgments: games[].score A>>B … B>>A, game 2 position-swapped",
-                       marker=("games",)))
+    cols = set(frame.columns)
+    hits = [s.name for s in SCHEMAS.values() if set(s.required) <= cols]
+    if len(hits) > 1:
+        marked = [h for h in hits if SCHEMAS[h].marker and set(SCHEMAS[h].marker) <= cols]
+        if len(marked) == 1:
+            return marked[0]
+    if len(hits) == 1:
+        return hits[0]
+    if not hits:
+        wanted = "; ".join(f"{s.name}: {', '.join(s.required)}" for s in SCHEMAS.values())
+        raise OscarInputError(
+            f"cannot recognise the input columns {sorted(map(str, cols))}; "
+            f"expected the columns of one schema ({wanted})"
+        )
+    raise OscarInputError(
+        f"the input columns match several schemas {hits}; choose one with schema=... (CLI: --schema)"
+    )

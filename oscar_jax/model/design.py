@@ -21,11 +21,10 @@ import pandas as pd
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
-from ..io.data import LoadReport
+from ..io.columns import LoadReport, check_canonical, warn_case_variants
 from ..io.families import family_function
 from .params import Layout
 from .spec import ModelSpec
-from ..io.canonical import check_canonical, warn_case_variants
 from ..runtime.validate import OscarDataWarning, OscarInputError, resolve_name
 
 __all__ = ["GROUP_MIN_CELLS", "Design", "DesignArrays", "build_design", "cell_stats_from_cluster_weights",
@@ -45,7 +44,7 @@ class DesignArrays(NamedTuple):
 
     With groups (many cells per (a, b, k), e.g. a continuous length), the derivative passes
     sum a few moments per group and apply the chain rule per group
-    (:func:`~oscar_jax.model.likelihood.group_derivatives`); without them (None), per cell.
+    (:func:`~oscar_jax.model.grouped.group_derivatives`); without them (None), per cell.
     """
 
     a: jax.Array

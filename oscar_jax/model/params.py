@@ -75,29 +75,25 @@ class Layout:
     def _block_width(self, term: str) -> int:
         return self.n_judge * (self.n_cov if term == "cov" else 1)
 
-    @cached_property
-    def theta_blocks(self) -> dict[str, slice]:
+    def _blocks(self, scores: tuple[str, int], gamma_width: int) -> dict[str, slice]:
+        """Consecutive slices: the scores, log γ when it is learned, then each bias term."""
+        widths = [scores, *([("v", gamma_width)] if self.structure.learn_gamma else []),
+                  *((t, self._block_width(t)) for t in self.bias_terms)]
         out, pos = {}, 0
-        widths = [("u", self.n_cand - 1)]
-        if self.structure.learn_gamma:
-            widths.append(("v", self.n_judge - 1))
-        widths += [(t, self._block_width(t)) for t in self.bias_terms]
         for name, width in widths:
             out[name] = slice(pos, pos + width)
             pos += width
         return out
 
     @cached_property
+    def theta_blocks(self) -> dict[str, slice]:
+        """θ: C − 1 Helmert contrasts ``u``, K − 1 free log γ ``v`` (the reference's is 0), the biases."""
+        return self._blocks(("u", self.n_cand - 1), self.n_judge - 1)
+
+    @cached_property
     def phi_blocks(self) -> dict[str, slice]:
-        out, pos = {}, 0
-        widths = [("s", self.n_cand)]
-        if self.structure.learn_gamma:
-            widths.append(("v", self.n_judge))
-        widths += [(t, self._block_width(t)) for t in self.bias_terms]
-        for name, width in widths:
-            out[name] = slice(pos, pos + width)
-            pos += width
-        return out
+        """φ = Jθ: C scores ``s``, K log γ ``v``, the biases."""
+        return self._blocks(("s", self.n_cand), self.n_judge)
 
     @property
     def n_theta(self) -> int:

@@ -1,45 +1,88 @@
 """One estimation problem: data, requested model, fitted model and parameter layout.
 
 Every estimator (the point fit, the batched refits and the bootstrap, held-out
-comparison, the Bayesian fit) starts from the same set-up: read the data into a
-:class:`~oscar_jax.model.design.Design`, parse the model, drop the terms the data cannot
-support (with a note that says so) and lay out θ. :func:`prepare` is the one place that
-does it; estimators take the :class:`Problem` it returns, so one bootstrap resolves its
-model once rather than once per layer.
+comparison, attenuation refits, human agreement, the Bayesian fit) starts from the same
+set-up: read and select the records (:func:`~oscar_jax.io.data.load_judgments`), code them
+into a :class:`~oscar_jax.model.design.Design`, parse the model, drop the terms the data
+cannot support (with a note that says so) and lay out θ. :func:`prepare` is the one place
+that does it, for the Python API and the CLI alike; every estimator takes its data as
+anything :func:`prepare` takes (a prepared :class:`Problem` included) and passes its
+set-up keywords on, so one bootstrap resolves its model once rather than once per layer.
+
+The records are read and checked before the numeric stack is imported: a bad file costs
+the user no JAX start-up.
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple
+import inspect
+import sys
+from typing import TYPE_CHECKING, NamedTuple
 
-from ..io.data import load_judgments
-from .design import Design, build_design
-from .params import Layout
+from ..io.data import Judgments, load_judgments
 from .spec import ModelSpec, parse_model
 from ..runtime.validate import OscarInputError
 
+if TYPE_CHECKING:  # annotations only: the design module loads the numeric stack
+    from .design import Design
+    from .params import Layout
+
 __all__ = ["Problem", "as_design", "prepare"]
 
+_DESIGN_KEYWORDS = ("reference_judge", "family_map", "covariates")
 
-def as_design(data, *, schema=None, reference_judge=None, family_map=None, covariates=(),
-              bothbad="tie", encoding=None, responses=None, turn=1, missing_responses="error") -> Design:
-    """A Design from a Design (returned as is), a path, a DataFrame or records.
 
-    ``responses``, ``turn`` and ``missing_responses`` join response lengths (see
-    :func:`~oscar_jax.io.data.load_judgments`); ``encoding`` is the
-    text encoding of CSV/TSV/JSON files.
+def _is_design(data) -> bool:
+    module = sys.modules.get("oscar_jax.model.design")  # not loaded yet: data cannot be a Design
+    return module is not None and isinstance(data, module.Design)
+
+
+def _given(load: dict) -> list[str]:
+    """The reading keywords in ``load`` that ask for something other than the default."""
+    params = inspect.signature(load_judgments).parameters
+    allowed = [k for k in params if k not in ("source", "keep_columns")]  # covariates name the kept columns
+    unknown = [k for k in load if k not in allowed]
+    if unknown:
+        raise TypeError(f"unexpected keyword argument(s) {unknown}; the set-up keywords are "
+                        f"{[*_DESIGN_KEYWORDS, *allowed]}")
+    def differs(value, default) -> bool:
+        if default is None:
+            return value is not None
+        if isinstance(default, (tuple, bool)):  # filters=(), exclude_ties=False: empty or False is the default
+            return bool(value)
+        return value != default
+
+    return [k for k, v in load.items() if differs(v, params[k].default)]
+
+
+def as_design(data, *, reference_judge: str | None = None, family_map=None, covariates=(), **load) -> Design:
+    """The :class:`~oscar_jax.model.design.Design` of ``data``.
+
+    ``data`` is a path, a DataFrame, records, :class:`~oscar_jax.io.data.Judgments` (what
+    ``load_judgments`` returns), a Design (returned as is) or a :class:`Problem` (its
+    design). ``reference_judge``, ``family_map`` and ``covariates`` are those of
+    :func:`~oscar_jax.model.design.build_design`; ``**load`` the keywords of
+    :func:`~oscar_jax.io.data.load_judgments` (``schema``, ``bothbad``, ``filters``,
+    ``exclude_ties``, ``baseline``, ``strong_weight``, ``encoding``, ``responses``,
+    ``turn``, ``missing_responses``).
     """
-    if isinstance(data, Design):
-        if reference_judge is not None or family_map is not None or covariates or responses is not None:
-            raise OscarInputError(
-                "reference_judge, family_map, covariates and responses are fixed when the design is built; "
-                "pass them to build_design() instead"
-            )
-        return data
-    frame, report = load_judgments(data, schema=schema, bothbad=bothbad, keep_columns=tuple(covariates or ()),
-                                   encoding=encoding, responses=responses, turn=turn, missing_responses=missing_responses)
-    return build_design(frame, reference_judge=reference_judge, family_map=family_map,
-                        covariates=covariates, report=report)
+    design_kw = dict(reference_judge=reference_judge, family_map=family_map, covariates=tuple(covariates or ()))
+    if isinstance(data, Problem):
+        data = data.design
+    if _is_design(data) or isinstance(data, Judgments):
+        fixed = _given(load) + ([k for k, v in design_kw.items() if v] if _is_design(data) else [])
+        if fixed:
+            what, where = ("design is built", "build_design") if _is_design(data) else ("judgments are read",
+                                                                                         "load_judgments")
+            raise OscarInputError(f"{', '.join(fixed)} are fixed when the {what}; pass them to {where}() instead")
+        if _is_design(data):
+            return data
+        frame, report = data
+    else:
+        frame, report = load_judgments(data, keep_columns=design_kw["covariates"], **load)
+    from .design import build_design  # the numeric stack, once the records are known to be good
+
+    return build_design(frame, report=report, **design_kw)
 
 
 class Problem(NamedTuple):
@@ -71,18 +114,37 @@ class Problem(NamedTuple):
         return tuple(self.design.notes) + self.dropped
 
 
-def prepare(data, model: str | ModelSpec = "oscar", *, ridge: float | None = None, schema: str | None = None,
-            reference_judge: str | None = None, family_map=None, covariates=(), bothbad: str = "tie",
-            encoding: str | None = None, responses=None, turn: int = 1, missing_responses: str = "error") -> Problem:
+def prepare(data, model: str | ModelSpec | None = None, *, ridge: float | None = None, **setup) -> Problem:
     """Resolve ``model`` on ``data``: the set-up every estimator shares.
 
-    ``data`` is a Design, a path, a DataFrame or records; ``ridge`` (None: the model's λ)
-    overrides the penalty; the other keywords are those of :func:`as_design`.
+    Parameters
+    ----------
+    data
+        A path, DataFrame, records, :class:`~oscar_jax.io.data.Judgments`, Design or
+        :class:`Problem`.
+    model
+        Model string or ModelSpec; default ``"oscar"``, or a Problem's own model.
+    ridge
+        λ of the penalty (default: the model's, 0.05).
+    **setup
+        The keywords of :func:`as_design`: ``reference_judge``, ``family_map``,
+        ``covariates`` and the reading keywords of :func:`~oscar_jax.io.data.load_judgments`
+        (``schema``, ``bothbad``, ``filters``, ``exclude_ties``, ``baseline``,
+        ``strong_weight``, ``encoding``, ``responses``, ``turn``, ``missing_responses``).
+
+    Examples
+    --------
+    >>> from oscar_jax import prepare, simulate_frame
+    >>> problem = prepare(simulate_frame(seed=0, n_prompts=50), "j+p", exclude_ties=True)
+    >>> problem.effective_spec.name
+    'J+P'
     """
-    design = as_design(data, schema=schema, reference_judge=reference_judge, family_map=family_map,
-                       covariates=covariates, bothbad=bothbad, encoding=encoding, responses=responses, turn=turn,
-                       missing_responses=missing_responses)
-    spec = parse_model(model, ridge)
+    if isinstance(data, Problem) and model is None and ridge is None and not setup:
+        return data
+    if model is None:
+        model = data.spec if isinstance(data, Problem) else "oscar"
+    spec = parse_model(model, ridge)  # a bad model string fails before the data are read
+    design = as_design(data, **setup)
     eff, dropped = design.effective_spec(spec)
     return Problem(design=design, spec=spec, effective_spec=eff, layout=design.layout(eff),
                    dropped=tuple(dropped))

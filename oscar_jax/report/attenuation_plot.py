@@ -6,17 +6,14 @@ from pathlib import Path
 
 import numpy as np
 
-from .figures import new_figure, save_png
-from .palette import COLOURS
-from .plot_layout import place_labels
+from .figures import COLOURS, new_figure, place_labels, save_png
 from .render import shorten_names
-from ..results.fit import FitResult
 from ..runtime.validate import OscarInputError
 
 __all__ = ["attenuation_scatter"]
 
 
-def attenuation_scatter(table, path, *, adjusted: FitResult | None = None, title: str | None = None) -> Path:
+def attenuation_scatter(table, path, *, adjusted=None, title: str | None = None) -> Path:
     """Observed κ ratio without/with position against the predicted attenuation 1 − D².
 
     Parameters
@@ -28,10 +25,10 @@ def attenuation_scatter(table, path, *, adjusted: FitResult | None = None, title
     """
     from ..attenuation import attenuation, median_abs_log_discrepancy
 
-    if isinstance(table, FitResult):
-        if adjusted is None:
-            raise OscarInputError("attenuation_scatter(naive_fit, path) needs adjusted= (a fit with the position term)")
+    if adjusted is not None:
         table = attenuation(table, adjusted)
+    elif not hasattr(table, "columns"):
+        raise OscarInputError("attenuation_scatter(naive_fit, path) needs adjusted= (a fit with the position term)")
     x = table["predicted"].to_numpy(dtype=float)
     y = table["ratio"].to_numpy(dtype=float)
     names = shorten_names(table["judge"].astype(str), 24)

@@ -20,9 +20,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..fit import companion_fits
+from ..results.boards import ELO_BASE, ELO_SLOPE
 from ..results.fit import FitResult
+from ..results.schema import CI_LABELS
 
-__all__ = ["companion_fits", "report_html", "versions", "write_report"]
+__all__ = ["report_html", "versions", "write_report"]
 
 _CSS = """
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:2rem auto;max-width:1100px;
@@ -74,18 +77,9 @@ def _flag_text(value) -> str:
         return str(value)
 
 
-def _flags(result: FitResult, table: pd.DataFrame, which: str, key: str, payload: dict | None) -> dict[str, str]:
-    """name → flags of ``candidates`` or ``judges``, from the tidy table or the JSON entries.
-
-    Results with no flag raised give an empty mapping (the column is then left out).
-    """
-    found = {}
-    if "flags" in table.columns:
-        found = {str(n): _flag_text(f) for n, f in zip(table[key], table["flags"])}
-    else:
-        entries = (payload or {}).get(which) or []
-        if entries and any("flags" in e for e in entries):
-            found = {str(e.get(key)): _flag_text(e.get("flags")) for e in entries}
+def _flags(table: pd.DataFrame, key: str) -> dict[str, str]:
+    """name → flags from a table's ``flags`` column; empty when nothing is flagged (the column is left out)."""
+    found = {str(n): _flag_text(f) for n, f in zip(table[key], table["flags"])} if "flags" in table.columns else {}
     return found if any(found.values()) else {}
 
 
@@ -125,38 +119,25 @@ def versions() -> dict[str, str]:
     return out
 
 
-def companion_fits(result: FitResult, *, ridge=None, seed: int = 0) -> tuple[FitResult, FitResult]:
-    """(J fit, fit with position) on the same data, reusing ``result`` where it is one of them.
-
-    The judge panel compares κ under J with the chosen model, and the attenuation plot
-    needs a fit without and one with the position term.
-    """
-    from ..fit import fit
-
-    spec = result.effective_spec
-    is_j = spec.learn_gamma and not spec.terms
-    j_fit = result if is_j else fit(result.design, "j", ridge=ridge, seed=seed, ci_prob=result.ci_prob)
-    pos_fit = result if "pos" in spec.terms else fit(result.design, "j+p", ridge=ridge, seed=seed,
-                                                      ci_prob=result.ci_prob)
-    return j_fit, pos_fit
-
-
-def _leaderboard_section(result: FitResult, board: pd.DataFrame, flags: dict[str, str]) -> str:
-    pct = f"{100 * board.attrs.get('ci_prob', result.ci_prob):g}%"
+def _leaderboard_section(result: FitResult, elo: pd.DataFrame, logit: pd.DataFrame, flags: dict[str, str]) -> str:
+    pct = f"{100 * elo.attrs.get('ci_prob', result.ci_prob):g}%"
     headers = [("Rank (UB)", ""), ("Model", "name"), ("Elo", ""), (f"Elo {pct} CI", ""),
                ("logit", ""), (f"logit {pct} CI", ""), ("Votes", "")]
     if flags:
         headers.append(("flags", "flag"))
+    by_name = logit.set_index("candidate")
     rows = []
-    for r in board.itertuples(index=False):
-        row = [str(int(r.rank_ub)), _e(r.candidate), _num(r.elo, ".0f"), _interval(r.elo_lo, r.elo_hi, ".0f"),
-               _num(r.logit, ".3f"), _interval(r.logit_lo, r.logit_hi, ".3f"), f"{int(r.votes):,}"]
+    for r in elo.itertuples(index=False):
+        x = by_name.loc[r.candidate]
+        # A withheld interval (the result's status) shows why, never a confident number.
+        withheld = _e(r.interval) if r.interval != "ok" else None
+        row = [str(int(r.rank_ub)), _e(r.candidate), _num(r.score, ".0f"),
+               withheld or _interval(r.score_lo, r.score_hi, ".0f"), _num(x.score, ".3f"),
+               withheld or _interval(x.score_lo, x.score_hi, ".3f"), f"{int(r.votes):,}"]
         if flags:
             row.append(_e(flags.get(str(r.candidate), "")))
         rows.append(row)
-    from .leaderboard import CI_LABELS, ELO_BASE, ELO_SLOPE
-
-    source = CI_LABELS.get(board.attrs.get("ci", "sandwich"), board.attrs.get("ci", ""))
+    source = CI_LABELS.get(elo.attrs.get("ci", "sandwich"), elo.attrs.get("ci", ""))
     return (
         "<h2>Leaderboard</h2>"
         f"<p>Scores are average-judge logits x = γ̄·s (independent of the reference judge; "
@@ -167,7 +148,7 @@ def _leaderboard_section(result: FitResult, board: pd.DataFrame, flags: dict[str
     )
 
 
-def _judge_section(result: FitResult, table: pd.DataFrame, flags: dict[str, str]) -> str:
+def _judge_section(result: FitResult, table: pd.DataFrame, flags: dict[str, str], ci: str) -> str:
     pct = f"{100 * result.ci_prob:g}%"
     headers = [("judge (* = reference)", "name"), ("records", ""), ("κ", ""), (f"κ {pct} CI", "")]
     has_d = table["D"].notna().any()
@@ -177,12 +158,14 @@ def _judge_section(result: FitResult, table: pd.DataFrame, flags: dict[str, str]
     headers += [(lbl, "") for _, lbl in extra]
     if flags:
         headers.append(("flags", "flag"))
+    status = result.status(ci)
     rows = []
-    for _, r in table.iterrows():
+    for k, (_, r) in enumerate(table.iterrows()):
         name = ("* " if bool(r["reference"]) else "") + str(r["judge"])
-        row = [_e(name), f"{int(r['n']):,}", _num(r["kappa"], ".3f"), _interval(r["kappa_lo"], r["kappa_hi"], ".3f")]
+        row = [_e(name), f"{int(r['n']):,}", _num(r["kappa"], ".3f"),
+               _e(status.kappa[k]) if status.kappa[k] else _interval(r["kappa_lo"], r["kappa_hi"], ".3f")]
         if has_d:
-            row += [_num(r["D"], ".2f"), _interval(r["D_lo"], r["D_hi"], ".2f")]
+            row += [_num(r["D"], ".2f"), _e(status.D[k]) if status.D[k] else _interval(r["D_lo"], r["D_hi"], ".2f")]
         row += [_num(r[c], ".2f") for c, _ in extra]
         if flags:
             row.append(_e(flags.get(str(r["judge"]), "")))
@@ -233,9 +216,9 @@ def _provenance_section(command: str | None) -> str:
             + _table([("package", "name"), ("version", "name")], rows))
 
 
-def report_html(result: FitResult, *, ci: str = "sandwich", board: pd.DataFrame | None = None,
-                j_fit: FitResult | None = None, pos_fit: FitResult | None = None, command: str | None = None,
-                title: str | None = None, notes=(), ridge: float | None = None, seed: int = 0) -> str:
+def report_html(result: FitResult, *, ci: str = "sandwich", j_fit: FitResult | None = None,
+                pos_fit: FitResult | None = None, command: str | None = None, title: str | None = None, notes=(),
+                ridge: float | None = None, seed: int = 0) -> str:
     """The HTML text of a self-contained report of ``result``.
 
     Parameters
@@ -244,12 +227,9 @@ def report_html(result: FitResult, *, ci: str = "sandwich", board: pd.DataFrame 
         The fit to report.
     ci
         ``"sandwich"`` (prompt-cluster, default) or ``"model"`` intervals.
-    board
-        An :func:`~oscar_jax.report.leaderboard.arena_leaderboard` table (default: computed,
-        unanchored, on the Elo scale; it carries both the Elo and the logit columns).
     j_fit, pos_fit
         A J fit and a fit with the position term on the same data, for the judge panel
-        and the 1 − D² attenuation plot (default: fitted by :func:`companion_fits`).
+        and the 1 − D² attenuation plot (default: :func:`oscar_jax.fit.companion_fits`).
     command
         The command line shown under "How this page was made".
     notes
@@ -258,21 +238,14 @@ def report_html(result: FitResult, *, ci: str = "sandwich", board: pd.DataFrame 
         Passed to the companion fits (use the values ``result`` was fitted with).
     """
     from ..attenuation import attenuation
-    from .leaderboard import arena_leaderboard
     from .plots import attenuation_scatter, forest_plot, judge_panel, win_heatmap
 
-    if board is None:
-        board = arena_leaderboard(result, ci=ci, scale="elo")
+    elo, logit = result.leaderboard(ci, scale="elo"), result.leaderboard(ci)
     if j_fit is None or pos_fit is None:
         auto_j, auto_pos = companion_fits(result, ridge=ridge, seed=seed)
         j_fit = auto_j if j_fit is None else j_fit
         pos_fit = auto_pos if pos_fit is None else pos_fit
-    payload = None
-    lb, jt = result.leaderboard(ci), result.judges(ci)
-    if "flags" not in lb.columns or "flags" not in jt.columns:
-        payload = result.to_dict(ci)
-    cand_flags = _flags(result, lb, "candidates", "candidate", payload)
-    judge_flags = _flags(result, jt, "judges", "judge", payload)
+    jt = result.judges(ci)
 
     d = result.design
     title = title or f"OSCAR leaderboard: {Path(d.report.source).name if d.report is not None else 'data'}"
@@ -280,10 +253,10 @@ def report_html(result: FitResult, *, ci: str = "sandwich", board: pd.DataFrame 
     summary = (f"{result.effective_spec.name} model · {d.n_records:,} judgments · {d.n_clusters:,} prompts · "
                f"{d.n_cand} models · {d.n_judge} judges · reference judge {d.judges[d.reference]}")
     parts = [f"<h1>{_e(title)}</h1>", f'<p class="sub">{_e(summary)}</p>']
-    parts.append(_leaderboard_section(result, board, cand_flags))
-    parts.append(_figure(_png(forest_plot, board), "forest plot of the scores",
+    parts.append(_leaderboard_section(result, elo, logit, _flags(logit, "candidate")))
+    parts.append(_figure(_png(forest_plot, elo), "forest plot of the scores",
                          "Scores with intervals, best at the top."))
-    parts.append(_judge_section(result, jt, judge_flags))
+    parts.append(_judge_section(result, jt, _flags(jt, "judge"), ci))
     parts.append(_figure(_png(judge_panel, result, j_fit=j_fit, ci=ci), "judge panel",
                          "(a) sensitivity κ without bias terms (J) against the chosen model; (b) first-slot "
                          "preference D; (c) bias coefficients."))

@@ -1,8 +1,8 @@
 """Figures of a fit (matplotlib, PNG): CI forest, win-probability heatmap, judge panel, 1 − D².
 
-Every function takes either a :class:`~oscar_jax.results.fit.FitResult` or plain tables of
-estimates and intervals (so bootstrap and Bayesian commands can pass their own
-percentile intervals), writes one PNG to ``path`` and returns that path. Figures are
+Every function takes either a result (a fit, bootstrap or posterior: what it draws comes
+from the result's own ``leaderboard()``, ``win_matrix()`` or ``judges()``) or plain
+tables of estimates and intervals, writes one PNG to ``path`` and returns that path. Figures are
 drawn on a ``matplotlib.figure.Figure`` with the Agg canvas directly: no pyplot, no
 global backend switch, nothing left open. Colours are the Okabe–Ito palette
 (distinguishable under the common colour-vision deficiencies); the heatmap uses the
@@ -17,11 +17,8 @@ import numpy as np
 import pandas as pd
 
 from .attenuation_plot import attenuation_scatter
-from .figures import new_figure, save_png
-from .palette import OKABE_ITO
-from .plot_layout import place_labels
+from .figures import OKABE_ITO, new_figure, place_labels, save_png
 from .render import shorten, shorten_names
-from ..results.fit import FitResult
 from ..runtime.validate import OscarInputError
 
 __all__ = ["OKABE_ITO", "attenuation_scatter", "forest_plot", "judge_panel", "win_heatmap", "write_fit_plots"]
@@ -48,23 +45,20 @@ def forest_plot(table, path, *, xlabel: str | None = None, title: str | None = N
     Parameters
     ----------
     table
-        A FitResult (drawn from :func:`~oscar_jax.report.leaderboard.arena_leaderboard` on the
-        logit scale, sandwich intervals) or a table with a ``label`` column, ``score`` and
-        the bounds as ``lo``/``hi`` (leaderboard tables) or ``score_lo``/``score_hi``
-        (``FitResult.leaderboard()``); e.g. bootstrap percentile intervals.
+        A result (its ``leaderboard()``: a fit's on the logit scale with sandwich
+        intervals) or a table with a ``label`` column, ``score``, ``score_lo`` and
+        ``score_hi`` (any ``leaderboard()``, e.g. with bootstrap percentile intervals).
     path
         PNG file to write.
     xlabel, title
         Defaults describe the scale and interval kind recorded in ``table.attrs``.
     """
-    if isinstance(table, FitResult):
-        from .leaderboard import arena_leaderboard
-
-        table = arena_leaderboard(table, scale="logit")
+    if hasattr(table, "leaderboard"):
+        table = table.leaderboard()
     attrs = getattr(table, "attrs", {}) or {}
     score = _col(table, "score")
-    lo = _col(table, "lo", "score_lo")
-    hi = _col(table, "hi", "score_hi")
+    lo = _col(table, "score_lo")
+    hi = _col(table, "score_hi")
     names = shorten_names(table[label].astype(str), _NAME_WIDTH)
     order = np.argsort(-score, kind="mergesort")
     n = len(order)
@@ -106,33 +100,34 @@ def _matrix_from_long(long: pd.DataFrame, names):
     q = np.full((c, c), np.nan)
     lo = np.full((c, c), np.nan)
     hi = np.full((c, c), np.nan)
-    for a, b, qq, ll, hh in zip(long["a"], long["b"], long["q"], long.get("lo", long["q"]), long.get("hi", long["q"])):
+    for a, b, qq, ll, hh in zip(long["a"], long["b"], long["q"], long.get("q_lo", long["q"]),
+                                long.get("q_hi", long["q"])):
         i, j = index[a], index[b]
         q[i, j], lo[i, j], hi[i, j] = qq, ll, hh
     return q, lo, hi
 
 
-def win_heatmap(source, path, *, ci: str = "sandwich", names=None, lo=None, hi=None,
+def win_heatmap(source, path, *, ci: str | None = None, names=None, lo=None, hi=None,
                 title: str | None = None, show_ci: bool | None = None) -> Path:
     """P(row beats column) for every pair, with its interval printed in each cell.
 
     Parameters
     ----------
     source
-        A FitResult (q_ij = σ(γ̄(s_i − s_j)) with ``result.win_matrix(ci)`` intervals,
-        rows ordered by score), a long table with columns ``a, b, q`` and optionally
-        ``lo, hi`` (e.g. bootstrap intervals), or a (C, C) array of q with ``names``.
+        A result (q_ij = σ(γ̄(s_i − s_j)) with ``result.win_matrix(ci)`` intervals, rows
+        ordered by score), a long table with columns ``a, b, q`` and optionally
+        ``q_lo, q_hi`` (e.g. bootstrap intervals), or a (C, C) array of q with ``names``.
     lo, hi
         (C, C) interval bounds when ``source`` is an array.
     show_ci
         Print ``[lo, hi]`` under each q; default: when C ≤ 10 (the text would not fit
         in larger cells at the default size).
     """
-    if isinstance(source, FitResult):
-        order = np.argsort(-source.scores, kind="mergesort")
+    if hasattr(source, "win_matrix"):
+        order = np.argsort(-np.asarray(source.scores), kind="mergesort")
         names = [source.design.candidates[i] for i in order]
         q, lo, hi = _matrix_from_long(source.win_matrix(ci), names)
-        title = title or f"P(row beats column), {100 * source.ci_prob:g}% intervals ({ci})"
+        title = title or f"P(row beats column), {100 * source.ci_prob:g}% intervals" + (f" ({ci})" if ci else "")
     elif isinstance(source, pd.DataFrame):
         if names is None:
             names = list(dict.fromkeys(list(source["a"]) + list(source["b"])))
@@ -182,33 +177,31 @@ def win_heatmap(source, path, *, ci: str = "sandwich", names=None, lo=None, hi=N
 # Judge panel
 # ---------------------------------------------------------------------------------------
 
-def judge_panel(source, path, *, j_fit=None, ci: str = "sandwich", model_name: str | None = None,
+def judge_panel(source, path, *, j_fit=None, ci: str | None = None, model_name: str | None = None,
                 title: str | None = None) -> Path:
     """Three panels per judge: κ under J vs the chosen model, D with CI, bias coefficients.
 
     Parameters
     ----------
     source
-        The chosen model's FitResult, or its judge table (columns ``judge``, ``kappa``,
-        ``kappa_lo``, ``kappa_hi``, ``D``, ``D_lo``, ``D_hi``, ``beta_pos``, ``beta_len``,
-        ``beta_fam`` and optionally ``beta_*_lo/_hi``), e.g. with bootstrap intervals.
+        The chosen model's result (a fit, bootstrap or posterior), or its judge table
+        (columns ``judge``, ``kappa``, ``kappa_lo``, ``kappa_hi``, ``D``, ``D_lo``,
+        ``D_hi``, ``beta_pos``, ``beta_len``, ``beta_fam`` and optionally ``beta_*_lo/_hi``).
     j_fit
-        The J fit on the same data (a FitResult or its judge table); the first panel
-        is left with a note when absent.
+        The J fit on the same data (a result or its judge table); the first panel is left
+        with a note when absent.
     ci
-        Interval kind used when FitResults are given.
+        Interval kind of the results' ``judges(ci)`` (default: each result's own).
     model_name
         Label of the chosen model (default: the fit's name).
     """
-    from .leaderboard import judge_intervals
-
-    if isinstance(source, FitResult):
+    if hasattr(source, "judges"):
         model_name = model_name or source.effective_spec.name
-        table = judge_intervals(source, ci)
+        table = source.judges(ci)
     else:
         table = source.copy()
         model_name = model_name or "model"
-    j_table = judge_intervals(j_fit, ci) if isinstance(j_fit, FitResult) else j_fit
+    j_table = j_fit.judges(ci) if hasattr(j_fit, "judges") else j_fit
     judges = shorten_names(table["judge"].astype(str), 26)
     k = len(judges)
     fig = new_figure(14.0, max(4.6, 0.3 * k + 2.6))
@@ -293,8 +286,7 @@ def judge_panel(source, path, *, j_fit=None, ci: str = "sandwich", model_name: s
 # All figures of one fit
 # ---------------------------------------------------------------------------------------
 
-def write_fit_plots(result: FitResult, out_dir, *, board: pd.DataFrame | None = None,
-                    j_fit: FitResult | None = None, pos_fit: FitResult | None = None,
+def write_fit_plots(result, out_dir, *, board: pd.DataFrame | None = None, j_fit=None, pos_fit=None,
                     ci: str = "sandwich", win_table: pd.DataFrame | None = None) -> dict[str, Path]:
     """Write ``forest.png``, ``win_heatmap.png``, ``judge_panel.png``, ``attenuation.png``.
 
@@ -303,7 +295,7 @@ def write_fit_plots(result: FitResult, out_dir, *, board: pd.DataFrame | None = 
     result
         The chosen model's fit.
     board
-        Leaderboard for the forest plot (default: logit-scale sandwich board).
+        Leaderboard for the forest plot (default: the fit's, logit scale, sandwich intervals).
     j_fit
         J fit for the judge panel and as the no-position fit of the attenuation plot
         (default: ``result`` itself when it is J).
@@ -313,7 +305,7 @@ def write_fit_plots(result: FitResult, out_dir, *, board: pd.DataFrame | None = 
     ci
         ``"sandwich"`` or ``"model"`` for the FitResult-based panels.
     win_table
-        Long table (a, b, q, lo, hi) for the heatmap, e.g. bootstrap intervals.
+        Long table (a, b, q, q_lo, q_hi) for the heatmap, e.g. bootstrap intervals.
 
     Returns
     -------

@@ -173,7 +173,7 @@ def _table_width(frame, columns, name_col, min_name: int) -> int:
 
 def write_tables(out_dir: str | Path, tables: dict[str, pd.DataFrame], payload: dict | None = None) -> list[Path]:
     """Write each table as CSV (and ``payload`` as result.json) under ``out_dir``."""
-    from ..runtime.outputs import atomic_write, atomic_write_text
+    from ..runtime.validate import atomic_write, atomic_write_text
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

@@ -1,22 +1,26 @@
-"""Human-readable reports (80-column text) of fits, bootstraps, posteriors and held-out comparisons."""
+"""Human-readable reports (80-column text) of fits, bootstraps, posteriors and held-out comparisons.
+
+Every number comes from the result's tables and every withheld interval from its status
+(``result.status(ci)``, the tables' ``interval`` column); nothing here computes a statistic.
+"""
 
 from __future__ import annotations
 
+import html
 import textwrap
 
 import numpy as np
 import pandas as pd
 
 from ..results.intervals import CI_KIND_NAMES
+from ..results.schema import CI_LABELS
+from .leaderboard import scale_label
 from .render import TABLE_WIDTH, fill, fmt_ci, render_table, shorten, shorten_names
-from ..results.fit import FitResult
-from .scales import on_scale, scale_label
 
-__all__ = ["bayes_report", "bootstrap_report", "compare_report", "fit_report", "fmt_or", "header", "leaderboard_text", "judges_text",
-           "win_text"]
+__all__ = ["bayes_report", "bootstrap_report", "compare_report", "fit_repr", "fit_repr_html", "fit_report", "fmt_or",
+           "header", "judges_text", "leaderboard_text", "strong_weight_note", "win_text"]
 
-_CI_NAME = {"sandwich": "prompt-cluster sandwich",
-            "model": "model-based: assumes independent records; too narrow under prompt dependence"}
+_TOP = 5  # candidates a result's repr shows
 
 
 def _check_status(failed: list, flagged: bool) -> str:
@@ -27,10 +31,10 @@ def _check_status(failed: list, flagged: bool) -> str:
 
 
 def _ci_or(status, lo, hi, digits=2) -> str:
-    return status if status else fmt_ci(lo, hi, digits)
+    return status if status and status != "ok" else fmt_ci(lo, hi, digits)
 
 
-def header(result: FitResult, ci: str = "sandwich") -> str:
+def header(result, ci: str = "sandwich") -> str:
     d = result.design
     checks = result.failed_checks()
     ident = result.identification_check(ci)
@@ -49,17 +53,13 @@ def header(result: FitResult, ci: str = "sandwich") -> str:
     return "\n".join(textwrap.fill(line, 80, subsequent_indent="  ") for line in lines)
 
 
-def leaderboard_text(result: FitResult, ci: str = "sandwich") -> str:
-    from ..infer.identification import interval_status
-
+def leaderboard_text(result, ci: str = "sandwich") -> str:
     lb = result.leaderboard(ci)
-    status = dict(zip(result.design.candidates, interval_status(result, ci)["candidates"]))
-    st = [status[c] for c in lb.candidate]
-    lb = lb.assign(score_ci=[_ci_or(x, lo, hi) for x, lo, hi in zip(st, lb.score_lo, lb.score_hi)],
-                   q_ci=[_ci_or(x, lo, hi, 3) for x, lo, hi in zip(st, lb.q_field_lo, lb.q_field_hi)],
+    lb = lb.assign(score_ci=[_ci_or(x, lo, hi) for x, lo, hi in zip(lb.interval, lb.score_lo, lb.score_hi)],
+                   q_ci=[_ci_or(x, lo, hi, 3) for x, lo, hi in zip(lb.interval, lb.q_field_lo, lb.q_field_hi)],
                    name=[("!" if f else "") + c for c, f in zip(lb.candidate, lb["flags"])])
     pct = int(round(100 * result.ci_prob))
-    title = (f"Leaderboard ({pct}% CI, {_CI_NAME[ci]})\n"
+    title = (f"Leaderboard ({pct}% CI, {CI_LABELS[ci]})\n"
              "score: average-judge logit (same for any reference judge); q: P(win) vs field")
     if lb["flags"].astype(bool).any():
         title += "\n" + textwrap.fill("! = flagged (see 'flag:' above): " + "; ".join(
@@ -70,13 +70,11 @@ def leaderboard_text(result: FitResult, ci: str = "sandwich") -> str:
     return title + "\n" + table
 
 
-def judges_text(result: FitResult, ci: str = "sandwich") -> str:
-    from ..infer.identification import interval_status
-
+def judges_text(result, ci: str = "sandwich") -> str:
     jt = result.judges(ci)
-    status = interval_status(result, ci)
-    jt = jt.assign(kappa_ci=[_ci_or(x, lo, hi) for x, lo, hi in zip(status["kappa"], jt.kappa_lo, jt.kappa_hi)],
-                   D_ci=[_ci_or(x, lo, hi) for x, lo, hi in zip(status["D"], jt.D_lo, jt.D_hi)],
+    status = result.status(ci)
+    jt = jt.assign(kappa_ci=[_ci_or(x, lo, hi) for x, lo, hi in zip(status.kappa, jt.kappa_lo, jt.kappa_hi)],
+                   D_ci=[_ci_or(x, lo, hi) for x, lo, hi in zip(status.D, jt.D_lo, jt.D_hi)],
                    name=[("!" if f else "") + ("*" if r else "") + j for j, r, f in zip(jt.judge, jt.reference, jt["flags"])])
     cols = [("name", "judge (*=ref)", ""), ("n", "n", "d"), ("kappa", "κ", ".3f"), ("kappa_ci", "κ CI", "")]
     if jt["D"].notna().any():
@@ -86,7 +84,7 @@ def judges_text(result: FitResult, ci: str = "sandwich") -> str:
     if jt["beta_fam"].notna().any():
         cols.append(("beta_fam", "β_fam", ".2f"))
     title = "Judges (κ = γ·RMS(s): sensitivity; D = tanh(β_pos/2): first-slot preference)"
-    if jt["flags"].astype(bool).any() or status["any_candidate_separated"]:
+    if jt["flags"].astype(bool).any() or status.any_candidate_separated:
         ident = result.identification
         parts = []
         for k, (j, f) in enumerate(zip(jt.judge, jt["flags"])):
@@ -94,13 +92,13 @@ def judges_text(result: FitResult, ci: str = "sandwich") -> str:
                 terms = ident.judge_flag_terms[k]
                 detail = ", ".join(f"{flag} ({'/'.join(terms[flag])})" if flag in terms else flag for flag in f.split(","))
                 parts.append(f"{j}: {detail}")
-        if status["any_candidate_separated"]:
+        if status.any_candidate_separated:
             parts.append("every κ: a separated score makes RMS(s) unbounded")
         title += "\n" + textwrap.fill("! = flagged (see 'flag:' above): " + "; ".join(parts), 80, subsequent_indent="  ")
     return title + "\n" + render_table(jt, cols, name_col="name")
 
 
-def win_text(result: FitResult, ci: str = "sandwich", max_matrix: int = 8) -> str:
+def win_text(result, ci: str = "sandwich", max_matrix: int = 8) -> str:
     names = result.design.candidates
     order = np.argsort(-result.scores, kind="mergesort")
     parts = []
@@ -115,24 +113,22 @@ def win_text(result: FitResult, ci: str = "sandwich", max_matrix: int = 8) -> st
         frame.insert(0, "row beats col", rows)
         cols = [("row beats col", "row beats col", "")] + [(c, c, ".2f") for c in short]
         parts.append("Win probability q_ij (average-sensitivity judge, biases at zero)\n" + render_table(frame, cols, width=200))
-    from ..infer.identification import interval_status
-
-    status = dict(zip(names, interval_status(result, ci)["candidates"]))
+    status = result.status(ci)
     wm = result.win_matrix(ci)
     key = {(a, b): r for a, b, r in zip(wm.a, wm.b, range(len(wm)))}
     rows = []
     for x, y in zip(order[:-1], order[1:]):
         r = wm.iloc[key[(names[x], names[y])]]
-        flag = status[names[x]] or status[names[y]]
+        flag = status.pair(x, y)
         rows.append({"pair": f"{'!' if flag else ''}{shorten(names[x], 24)} > {shorten(names[y], 24)}", "q": r.q,
-                     "ci": _ci_or(flag, r.lo, r.hi, 3)})
+                     "ci": _ci_or(flag, r.q_lo, r.q_hi, 3)})
     adj = pd.DataFrame(rows)
-    parts.append(f"Adjacent ranks ({pct}% CI, {_CI_NAME[ci]})\n"
+    parts.append(f"Adjacent ranks ({pct}% CI, {CI_LABELS[ci]})\n"
                  + render_table(adj, [("pair", "pair", ""), ("q", "q", ".3f"), ("ci", f"{pct}% CI", "")], name_col="pair"))
     return "\n\n".join(parts)
 
 
-def fit_report(result: FitResult, ci: str = "sandwich") -> str:
+def fit_report(result, ci: str = "sandwich") -> str:
     return "\n\n".join([header(result, ci), leaderboard_text(result, ci), judges_text(result, ci), win_text(result, ci)])
 
 
@@ -152,12 +148,12 @@ def bootstrap_report(boot, scale: str = "logit", anchor=None) -> str:
     if clusters:
         lines.append(f"({clusters} replicates have G ≤ dim θ distinct prompts: a sandwich caveat only, "
                      "not used by percentile intervals, not excluded)")
-    board, lb = on_scale(boot, scale, anchor)
+    lb = boot.leaderboard(scale=scale, anchor=anchor)
     digits = 1 if scale in ("elo", "winrate") else 2
     lb = lb.assign(score_ci=[fmt_ci(a, b, digits) for a, b in zip(lb.score_lo, lb.score_hi)],
                    q_ci=[fmt_ci(a, b, 3) for a, b in zip(lb.q_field_lo, lb.q_field_hi)],
                    rank_ci=[fmt_ci(a, b, 0) for a, b in zip(lb.rank_lo, lb.rank_hi)])
-    lines += ["", f"Leaderboard ({pct}% bootstrap percentile CI; {scale_label(scale, board.attrs.get('anchor'))}; "
+    lines += ["", f"Leaderboard ({pct}% bootstrap percentile CI; {scale_label(scale, lb.attrs.get('anchor'))}; "
                   "q: win prob. vs the field)",
               render_table(lb, [("rank", "rank", "d"), ("candidate", "candidate", ""),
                                 ("score", "score", ".1f" if scale in ("elo", "winrate") else ".3f"),
@@ -179,17 +175,20 @@ def bootstrap_report(boot, scale: str = "logit", anchor=None) -> str:
         cols += [("beta_fam", "β_fam", ".2f"), ("fam_ci", "CI", "")]
     lines += ["", f"Judges ({pct}% bootstrap percentile CI; κ = γ·RMS(s), D = tanh(β_pos/2))",
               render_table(jt, cols, name_col="name", secondary=("fam_ci", "len_ci", "D_ci"))]
-    rd = boot.rank_distribution()
-    rank_cols = [c for c in rd.columns if c.startswith("p_rank_")]
-    cols = [("candidate", "candidate", "")] + [(c, c.removeprefix("p_rank_"), ".2f") for c in rank_cols]
-    lines += ["", "Rank distribution P(rank = r) over valid replicates",
-              render_table(rd, cols + [("expected_rank", "E[rank]", ".2f")], name_col="candidate")]
+    lines += ["", "Rank distribution P(rank = r) over valid replicates", _rank_text(boot.rank_distribution())]
     lines += [f"note: {n}" for n in boot.batch.notes if n not in boot.full.notes]
     return "\n".join(lines)
 
 
+def _rank_text(rd: pd.DataFrame) -> str:
+    ranks = [c for c in rd.columns if c.startswith("p_rank_") and not c.endswith("_mcse")]
+    cols = [("candidate", "candidate", "")] + [(c, c.removeprefix("p_rank_"), ".2f") for c in ranks]
+    return render_table(rd, cols + [("expected_rank", "E[rank]", ".2f")], name_col="candidate")
+
+
 def bayes_report(result, ci_prob: float, scale: str = "logit", anchor=None) -> str:
-    """``oscar bayes``'s text: sampler diagnostics, posterior leaderboard on ``scale``, judges."""
+    """``oscar bayes``'s text: the model that produced the numbers, sampler diagnostics, the posterior
+    leaderboard on ``scale`` (on the point fit's scale, P(best) with its Monte Carlo SE), judges."""
     d = result.design
     diag = result.diagnostics
     pct = int(round(100 * ci_prob))
@@ -215,17 +214,22 @@ def bayes_report(result, ci_prob: float, scale: str = "logit", anchor=None) -> s
     sig = result.sigma_prompt(ci_prob)
     if sig is not None:
         lines.append(f"prompt effect σ_u: {sig['mean']:.3f} {fmt_ci(sig['lo'], sig['hi'], 3)}")
-    board, lb = on_scale(result, scale, anchor, ci_prob)
+    estimand = result.estimand()
+    lines.append(f"model: {estimand['model']}; probabilities: {estimand['probabilities']}; "
+                 f"± = Monte Carlo SE ({estimand['mcse']})")
+    lb = result.leaderboard(ci_prob=ci_prob, scale=scale, anchor=anchor)
     digits = 1 if scale in ("elo", "winrate") else 2
     lb = lb.assign(score_ci=[fmt_ci(lo, hi, digits) for lo, hi in zip(lb.score_lo, lb.score_hi)],
-                   q_ci=[fmt_ci(lo, hi, 3) for lo, hi in zip(lb.q_field_lo, lb.q_field_hi)])
+                   q_ci=[fmt_ci(lo, hi, 3) for lo, hi in zip(lb.q_field_lo, lb.q_field_hi)],
+                   p_best_se=[f"±{se:.3f}" if np.isfinite(se) else "" for se in lb.p_best_mcse])
     kind = CI_KIND_NAMES[result.ci_kind]
-    lines += ["", f"Leaderboard (posterior mean; {scale_label(scale, board.attrs.get('anchor'))} with {pct}% "
-                  f"equal-tailed interval; q: win prob. vs the field, {pct}% {kind})",
+    on_fit = " on the point fit's scale" if result.prompt_effect else ""
+    lines += ["", f"Leaderboard (posterior mean; {scale_label(scale, lb.attrs.get('anchor'))}{on_fit} with {pct}% "
+                  f"{kind}; q: win prob. vs the field, {pct}% {kind})",
               render_table(lb, [("rank", "rank", "d"), ("candidate", "candidate", ""),
                                 ("score", "score", ".1f" if scale in ("elo", "winrate") else ".3f"),
                                 ("score_ci", f"{pct}% CI", ""), ("q_field", "q", ".3f"), ("q_ci", f"{pct}% {kind}", ""),
-                                ("p_best", "P(best)", ".3f")], name_col="candidate")]
+                                ("p_best", "P(best)", ".3f"), ("p_best_se", "", "")], name_col="candidate")]
     jt = result.judges(ci_prob=ci_prob)
     jt = jt.assign(kappa_ci=[fmt_ci(lo, hi) for lo, hi in zip(jt.kappa_lo, jt.kappa_hi)],
                    D_ci=[fmt_ci(lo, hi) for lo, hi in zip(jt.D_lo, jt.D_hi)],
@@ -267,3 +271,57 @@ def compare_report(res) -> str:
                 lines.append(fill(f"note ({m}): {n} bootstrap refits failed a B.3 check; their replicates are "
                                   "excluded"))
     return "\n".join(lines)
+
+
+def strong_weight_note(weight) -> str | None:
+    """Why ``--strong-weight 3`` widens prompt-cluster intervals instead of narrowing them."""
+    if weight is None or float(weight) == 1.0:
+        return None
+    return (f"--strong-weight {float(weight):g} counts each strong verdict (A>>B) as {float(weight):g} verdicts, but "
+            "they are one judgment of one prompt: the prompt-cluster intervals keep the number of prompts and see "
+            "more unequal weights, so they widen (fewer effective judgments). arena-hard's bootstrap treats the "
+            "copies as independent, which narrows its intervals without new information.")
+
+
+# ---------------------------------------------------------------------------------------
+# A FitResult in the REPL and in notebooks: what a user looks at first (the model, the data
+# size, the checks and the top of the board on the reference-free logit scale), where the
+# dataclass default printed every array of the fit (24 KB on Chatbot Arena).
+# ---------------------------------------------------------------------------------------
+
+def _check_summary(result) -> str:
+    failed = result.failed_checks()
+    return "checks passed" if not failed else f"{len(failed)} check(s) FAILED"
+
+
+def fit_repr(result) -> str:
+    d = result.design
+    x = np.asarray(result.targets.x)  # the estimates only: a repr computes no covariance
+    top = ", ".join(f"{d.candidates[i]} {x[i]:+.3f}" for i in np.argsort(-x, kind="mergesort")[:_TOP])
+    more = f", … ({d.n_cand - _TOP} more)" if d.n_cand > _TOP else ""
+    notes = f", {len(result.notes)} note(s) in .notes" if result.notes else ""
+    return (f"<FitResult {result.effective_spec.name}: {d.n_records:,} records, {d.n_clusters:,} prompts, "
+            f"{d.n_cand} candidates, {d.n_judge} judges; {_check_summary(result)}{notes}; "
+            f"top (average-judge logit): {top}{more}; see .leaderboard(), .judges(), .win_matrix()>")
+
+
+def fit_repr_html(result) -> str:
+    d = result.design
+    e = html.escape
+    lb = result.leaderboard()
+    rows = "".join(
+        f"<tr><td>{int(r)}</td><td style='text-align:left'>{e(str(c))}</td><td>{xi:.3f}</td>"
+        f"<td>{q:.3f}</td><td>{int(v):,}</td></tr>"
+        for r, c, xi, q, v in zip(lb["rank"], lb["candidate"], lb["score"], lb["q_field"], lb["votes"]))
+    notes = "".join(f"<li>{e(str(n))}</li>" for n in result.notes)
+    failed = "".join(f"<li><b>{e(f)}</b></li>" for f in result.failed_checks())
+    return (
+        f"<div><b>FitResult</b> {e(result.effective_spec.name)}: {d.n_records:,} records · {d.n_clusters:,} prompts · "
+        f"{d.n_cand} candidates · {d.n_judge} judges · reference judge {e(d.judges[d.reference])} · "
+        f"{e(_check_summary(result))}"
+        f"<table><thead><tr><th>rank</th><th>candidate</th><th>score (average-judge logit)</th>"
+        f"<th>q vs field</th><th>votes</th></tr></thead><tbody>{rows}</tbody></table>"
+        + (f"<ul>{failed}</ul>" if failed else "") + (f"<ul>{notes}</ul>" if notes else "")
+        + "<small>Intervals: .leaderboard(), .judges(), .win_matrix(); Elo: "
+          "oscar_jax.arena_leaderboard(result, scale='elo')</small></div>"
+    )

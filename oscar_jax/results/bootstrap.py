@@ -5,15 +5,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 
+import jax
 import numpy as np
 import pandas as pd
 
 from ..infer.batch_fit import BatchFit
 from ..model.design import Design
-from .intervals import draw_ranks, interval_request, p_best, percentiles, rank_probabilities
-from .jsonable import records
 from ..model.links import net_preference, sigmoid
+from ..model.params import Layout
+from .boards import scale_note, score_board
+from .checks import Status
 from .fit import FitResult
+from .intervals import Draws, draw_ranks, interval_request, mcse_of_mean, p_best, percentiles
+from .schema import CI_LABELS, payload, rank_table, table
 
 __all__ = ["BootstrapResult"]
 
@@ -29,7 +33,7 @@ class BootstrapResult:
     """
 
     full: FitResult
-    batch: "BatchFit"  # oscar_jax.bootstrap.BatchFit (not imported: resample builds this class)
+    batch: BatchFit
     seed: int
     ci_prob: float = 0.95
 
@@ -44,6 +48,32 @@ class BootstrapResult:
     @property
     def design(self) -> Design:
         return self.full.design
+
+    @property
+    def layout(self) -> Layout:
+        return self.full.layout
+
+    @property
+    def scores(self) -> np.ndarray:
+        """(C,) the full-data fit's s (the point estimate)."""
+        return self.full.scores
+
+    # The draw protocol (oscar_jax.results.intervals.Draws): the point estimate is the
+    # full-data fit; the draws are the replicates that passed B.3 (failures counted).
+    @property
+    def point_fit(self) -> FitResult:
+        return self.full
+
+    def theta_draws(self) -> Draws:
+        """The valid replicates' θ (B_valid, P) and targets, as :class:`~oscar_jax.results.intervals.Draws`."""
+        theta = np.asarray(self.batch.theta, dtype=float)
+        ok = np.all(np.isfinite(theta), axis=1) & np.asarray(self.batch.valid, dtype=bool)
+        return Draws(theta=theta[ok], targets=jax.tree_util.tree_map(lambda a: np.asarray(a)[ok], self.batch.targets),
+                     kind="percentile", source="bootstrap", n_failed=int((~ok).sum()))
+
+    def status(self, ci=None) -> Status:
+        """Every interval shown: percentiles of the replicates (see :mod:`oscar_jax.results.checks`)."""
+        return Status.shown(self.design.n_cand, self.design.n_judge)
 
     def _draws(self, name: str) -> np.ndarray:
         v = self.batch.valid
@@ -76,56 +106,38 @@ class BootstrapResult:
         return draw_ranks(self._draws("s"))
 
     def rank_distribution(self) -> pd.DataFrame:
-        """P(rank = r) for every candidate and rank, P(best) and the expected rank.
+        """P(rank = r) for every candidate and rank with Monte Carlo SEs, and the expected rank.
 
-        Rows follow the full-data ranking; columns ``p_rank_1`` … ``p_rank_C``.
+        Rows follow the full-data ranking; columns ``p_rank_1`` … ``p_rank_C``, each with
+        its ``_mcse`` (√(p(1 − p)/B): replicates are independent).
         """
-        c = self.design.n_cand
-        ranks = self.ranks
-        probs = rank_probabilities(ranks)
-        frame = pd.DataFrame(probs, columns=[f"p_rank_{r}" for r in range(1, c + 1)])
-        frame.insert(0, "candidate", list(self.design.candidates))
-        frame["p_best"] = probs[:, 0]
-        frame["expected_rank"] = probs @ np.arange(1, c + 1) if ranks.shape[0] else np.nan
-        frame.insert(1, "score", self.full.scores)
-        frame = frame.sort_values("score", ascending=False, kind="mergesort").reset_index(drop=True)
-        frame.insert(0, "rank", np.arange(1, c + 1))
-        return frame.drop(columns="score")
+        return rank_table(self.design.candidates, self.ranks, self.full.scores, independent=True)
 
-    def leaderboard(self, ci: str | None = None, *, ci_prob: float | None = None) -> pd.DataFrame:
+    def leaderboard(self, ci: str | None = None, *, ci_prob: float | None = None, scale: str = "logit",
+                    anchor=None) -> pd.DataFrame:
         """Candidates by full-data score with percentile intervals, P(best) and rank interval.
 
-        ``score`` is the average-judge logit x = γ̄·s, as in :meth:`FitResult.leaderboard`;
-        the raw s is ``s``, ``s_lo``, ``s_hi``. ``ci``: ``"percentile"`` (the only kind);
+        ``score`` is the average-judge logit x = γ̄·s, as in :meth:`FitResult.leaderboard`,
+        or on ``scale`` relative to ``anchor`` (:mod:`oscar_jax.results.boards`); the raw
+        s is ``s``, ``s_lo``, ``s_hi``. ``ci``: ``"percentile"`` (the only kind);
         ``ci_prob``: the level (default the result's).
         """
         prob = self._level(ci, ci_prob)
-        x_lo, x_hi = self._ci("x", prob)
+        board = score_board(self, ci_prob=prob, scale=scale, anchor=anchor)
         s_lo, s_hi = self._ci("s", prob)
         q_lo, q_hi = self._ci("field", prob)
         ranks = self.ranks.astype(float)
         r_lo, r_hi = percentiles(ranks, prob, method="inverted_cdf")  # ranks stay integers
         if np.all(np.isfinite(r_lo)) and np.all(np.isfinite(r_hi)):
             r_lo, r_hi = r_lo.astype(int), r_hi.astype(int)
-        names = self.design.candidates
-        frame = pd.DataFrame({
-            "candidate": names,
-            "score": self.full.targets.x,
-            "score_lo": x_lo,
-            "score_hi": x_hi,
-            "s": self.full.scores,
-            "s_lo": s_lo,
-            "s_hi": s_hi,
-            "q_field": sigmoid(self.full.targets.field),
-            "q_field_lo": q_lo,
-            "q_field_hi": q_hi,
-            "p_best": p_best(ranks),
-            "rank_lo": r_lo,
-            "rank_hi": r_hi,
-            "votes": [self.design.counts["candidate_votes"][c] for c in names],
-        })
-        frame = frame.sort_values("score", ascending=False, kind="mergesort").reset_index(drop=True)
-        frame.insert(0, "rank", np.arange(1, len(frame) + 1))
+        frame = table("candidates", {
+            **{c: board[c].to_numpy() for c in board.columns}, "s": self.full.scores, "s_lo": s_lo, "s_hi": s_hi,
+            "q_field": sigmoid(self.full.targets.field), "q_field_lo": q_lo, "q_field_hi": q_hi,
+            "p_best": p_best(ranks), "p_best_mcse": mcse_of_mean((self.ranks == 1)[None], independent=True),
+            "rank_lo": r_lo, "rank_hi": r_hi,
+            "votes": [self.design.counts["candidate_votes"][c] for c in self.design.candidates],
+            "interval": [x or "ok" for x in self.status().candidates]}, sort=True)
+        frame.attrs = board.attrs
         return frame
 
     def judges(self, ci: str | None = None, *, ci_prob: float | None = None) -> pd.DataFrame:
@@ -144,26 +156,20 @@ class BootstrapResult:
             "reference": [k == self.design.reference for k in range(self.design.n_judge)],
         }
 
-        def add(name, point, draws_name):
+        def add(name, point, draws_name, keep=None):
             lo, hi = self._ci(draws_name, prob)
-            rows[name], rows[f"{name}_lo"], rows[f"{name}_hi"] = point, lo, hi
+            if keep is not None:
+                point, lo, hi = (np.where(keep, v, np.nan) for v in (point, lo, hi))
+            rows.update({name: point, f"{name}_lo": lo, f"{name}_hi": hi})
 
         add("gamma", full.gamma, "gamma")
         add("kappa", full.kappa, "kappa")
         for term in ("pos", "len", "fam"):
-            point = np.where(kept[term], getattr(p, f"beta_{term}"), np.nan)
-            lo, hi = self._ci(term, prob)
-            rows[f"beta_{term}"] = point
-            rows[f"beta_{term}_lo"] = np.where(kept[term], lo, np.nan)
-            rows[f"beta_{term}_hi"] = np.where(kept[term], hi, np.nan)
-            if term == "pos":
-                d_lo, d_hi = self._ci("D", prob)
-                rows["D"] = np.where(kept["pos"], net_preference(p.beta_pos), np.nan)
-                rows["D_lo"] = np.where(kept["pos"], d_lo, np.nan)
-                rows["D_hi"] = np.where(kept["pos"], d_hi, np.nan)
+            add(f"beta_{term}", getattr(p, f"beta_{term}"), term, kept[term])
+        add("D", net_preference(p.beta_pos), "D", kept["pos"])
         if full.layout.structure.davidson:
             add("tau", p.tau, "tau")
-        return pd.DataFrame(rows)
+        return table("judges", rows)
 
     def win_matrix(self, ci: str | None = None, *, ci_prob: float | None = None) -> pd.DataFrame:
         """q_ij = σ(γ̄(s_i − s_j)) for every ordered pair with percentile intervals."""
@@ -171,46 +177,30 @@ class BootstrapResult:
         q = self.full.win_prob
         names = self.design.candidates
         i, j = np.where(~np.eye(len(names), dtype=bool))
-        return pd.DataFrame({"a": [names[x] for x in i], "b": [names[x] for x in j],
-                             "q": q[i, j], "lo": lo[i, j], "hi": hi[i, j]})
+        return table("pairs", {"a": [names[x] for x in i], "b": [names[x] for x in j],
+                               "q": q[i, j], "q_lo": lo[i, j], "q_hi": hi[i, j]})
 
-    def to_dict(self) -> dict:
-        """JSON-ready: replicates, failed, candidates, judges, win_prob, failures, notes."""
-        lb = self.leaderboard()
-        jt = self.judges()
-        cands = [{"name": r["candidate"], "rank": r["rank"], "score": r["score"], "lo": r["score_lo"],
-                  "hi": r["score_hi"], "s": r["s"], "s_lo": r["s_lo"], "s_hi": r["s_hi"],
-                  "p_best": r["p_best"], "q_field": r["q_field"],
-                  "q_field_lo": r["q_field_lo"], "q_field_hi": r["q_field_hi"],
-                  "rank_lo": r["rank_lo"], "rank_hi": r["rank_hi"]} for r in records(lb)]
-        judges = []
-        for r in records(jt):
-            row = {"name": r["judge"], "reference": r["reference"], "n": r["n"], "kappa": r["kappa"],
-                   "lo": r["kappa_lo"], "hi": r["kappa_hi"], "D": r["D"], "D_lo": r["D_lo"], "D_hi": r["D_hi"],
-                   "gamma": r["gamma"], "gamma_lo": r["gamma_lo"], "gamma_hi": r["gamma_hi"]}
-            for term in ("pos", "len", "fam"):
-                for suffix in ("", "_lo", "_hi"):
-                    row[f"beta_{term}{suffix}"] = r[f"beta_{term}{suffix}"]
-            if "tau" in r:
-                row.update(tau=r["tau"], tau_lo=r["tau_lo"], tau_hi=r["tau_hi"])
-            judges.append(row)
-        return {
-            "model": self.full.spec.name,
-            "fitted_model": self.full.effective_spec.name,
-            "method": "prompt bootstrap (multinomial prompt weights), percentile intervals",
-            "replicates": self.replicates,
-            "failed": self.failed,
-            "valid": self.replicates - self.failed,
-            "failures": self.batch.failure_counts(),
-            "seed": self.seed,
-            "ci_prob": self.ci_prob,
-            "n_records": int(self.design.n_records),
-            "n_prompts": int(self.design.n_clusters),
-            "reference_judge": self.design.judges[self.design.reference],
-            "candidates": cands,
-            "judges": judges,
-            "win_prob": records(self.win_matrix()),
-            "rank_distribution": records(self.rank_distribution()),
-            "full_fit_checks": self.full.checks(),
-            "notes": list(self.full.notes),
-        }
+    def to_dict(self, ci: str | None = None, *, ci_prob: float | None = None, scale: str = "logit",
+                anchor=None) -> dict:
+        """JSON-ready (:func:`oscar_jax.results.schema.payload`): replicates, failures, ``scale``,
+        ``candidates``, ``judges``, ``win_prob``, ``rank_distribution``, the full fit's ``checks``, ``notes``."""
+        prob = self._level(ci, ci_prob)
+        lb = self.leaderboard(ci_prob=prob, scale=scale, anchor=anchor)
+        eff = self.full.effective_spec
+        valid = self.replicates - self.failed
+        header = {"model": self.full.spec.name, "fitted_model": eff.name, "estimator": "prompt-bootstrap",
+                  "estimand": {"model": f"{eff.name}, penalized maximum likelihood (ridge {eff.ridge:g})",
+                               "point": "the full-data fit",
+                               "intervals": f"{CI_LABELS['bootstrap']}: {valid} valid of {self.replicates} replicates "
+                                            "(multinomial prompt weights)",
+                               "probabilities": "p_best, p_rank_r: shares of the valid replicates, ranked by s",
+                               "mcse": "√(p(1 − p)/B): the replicates are independent"},
+                  "n_records": int(self.design.n_records), "n_prompts": int(self.design.n_clusters),
+                  "reference_judge": self.design.judges[self.design.reference], "replicates": self.replicates,
+                  "failed": self.failed, "valid": valid, "failures": self.batch.failure_counts(), "seed": self.seed,
+                  "ci": "percentile", "ci_prob": prob}
+        return payload(header=header, scale=scale_note(lb.attrs), leaderboard=lb, judges=self.judges(ci_prob=prob),
+                       win=self.win_matrix(ci_prob=prob), status=self.status(), design=self.design,
+                       checks=self.full.checks(), notes=self.full.notes,
+                       sections={"rank_distribution": self.rank_distribution()})
+

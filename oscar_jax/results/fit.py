@@ -11,15 +11,17 @@ import numpy as np
 import pandas as pd
 from statistics import NormalDist
 
-from ..infer.fit_core import STATIONARITY_TOL, FitCore
+from ..infer.fit_core import FitCore
 from ..model.design import Design
 from ..model.params import Layout, Params
 from ..infer.sandwich import Covariances, covariances_program, target_se, targets_jit
-from ..infer.solver import STATUS
-from .intervals import interval_request
 from ..model.links import net_preference, sigmoid
 from ..model.spec import ModelSpec
 from ..runtime.validate import check_choice
+from .boards import as_draws, score_board, scale_note
+from .intervals import draw_interval, interval_request
+from .schema import CI_LABELS, payload, table
+from .checks import Status, failed_checks, fit_checks, fit_status, identification_check
 
 __all__ = ["FitResult", "prepare_report_programs"]
 
@@ -44,7 +46,7 @@ def _covariances_call(design: Design, layout: Layout, ridge, theta, mask, hess, 
 
 
 def prepare_report_programs(design: Design, layout: Layout, ridge) -> None:
-    """Compile ahead (:func:`~oscar_jax.runtime.program_cache.compile_ahead`) the programs that
+    """Compile ahead (:func:`~oscar_jax.runtime.batching.compile_ahead`) the programs that
     :class:`FitResult` reports with on a fit of this shape: covariances, targets and their
     delta-method SEs, with the argument types :attr:`FitResult.cov` and the rest pass."""
     vec, mat = (jax.ShapeDtypeStruct(shape, np.float64) for shape in ((layout.n_theta,), (layout.n_theta,) * 2))
@@ -93,12 +95,12 @@ class FitResult:
         return jax.tree_util.tree_map(np.asarray, cov)
 
     def __repr__(self) -> str:
-        from ..report.result_display import fit_repr
+        from ..report.text import fit_repr
 
         return fit_repr(self)
 
     def _repr_html_(self) -> str:
-        from ..report.result_display import fit_repr_html
+        from ..report.text import fit_repr_html
 
         return fit_repr_html(self)
 
@@ -173,9 +175,21 @@ class FitResult:
     def z(self) -> float:
         return _z(self.ci_prob)
 
-    def _request(self, ci, ci_prob) -> tuple[str, float]:
-        kind, prob = interval_request(ci, ci_prob, kinds=_CI_KINDS, default_prob=self.ci_prob)
-        return kind, _z(prob)
+    def target_se(self, ci: str = "sandwich"):
+        """Delta-method SEs of the :attr:`targets` (a :class:`~oscar_jax.infer.sandwich.Targets` of SEs)."""
+        return self._se(check_choice("ci", ci, _CI_KINDS))[0]
+
+    def _level(self, ci, ci_prob) -> tuple[str, float]:
+        return interval_request(ci, ci_prob, kinds=_CI_KINDS, default_prob=self.ci_prob)
+
+    # The draw protocol (oscar_jax.results.intervals.Draws): a fit is its own point estimate
+    # and carries no draws.
+    @property
+    def point_fit(self) -> FitResult:
+        return self
+
+    def theta_draws(self):
+        return None
 
     def bias_se(self, kind: str, term: str) -> np.ndarray:
         """(K,) standard errors of one bias term's coefficients (``"cov"``: (K, n_cov)); NaN if absent."""
@@ -208,166 +222,128 @@ class FitResult:
 
         return identify(self)
 
+    def status(self, ci: str = "sandwich") -> Status:
+        """How each ``ci`` interval may be shown (:func:`~oscar_jax.results.status.fit_status`), computed once."""
+        ci = check_choice("ci", ci, _CI_KINDS)
+        cache = self.__dict__.setdefault("_status_cache", {})
+        if ci not in cache:
+            cache[ci] = fit_status(self, ci)
+        return cache[ci]
+
     def flags(self, ci: str = "sandwich") -> tuple[list[list[str]], list[list[str]]]:
         """(candidate flags, judge flags): the identification flags plus "zero variance"
         where the interval of a free quantity has zero width for lack of residual variation."""
-        ident = self.identification
-        cand = [list(f) for f in ident.candidate_flags]
-        judges = [list(f) for f in ident.judge_flags]
-        if self.cov is not None:
-            se_t, _ = self._se(ci)
-            tiny = 1e-9
-            for i, se in enumerate(np.asarray(se_t.s)):
-                if not se > tiny and "separated" not in cand[i]:
-                    cand[i].append("zero variance")
-            for kk, se in enumerate(np.asarray(se_t.log_kappa)):
-                if not se > tiny and "separated" not in judges[kk]:
-                    judges[kk].append("zero variance")
-        return cand, judges
+        st = self.status(ci)
+        return [list(f) for f in st.candidate_flags], [list(f) for f in st.judge_flags]
 
     def identification_check(self, ci: str = "sandwich") -> dict:
         """A B.3-style check: ok only when no candidate or judge is flagged."""
-        from ..infer.identification import zero_variance_message
-
-        ident = self.identification
-        cand, judges = self.flags(ci)
-        flagged = {"candidates": {c: f for c, f in zip(self.design.candidates, cand) if f},
-                   "judges": {j: f for j, f in zip(self.design.judges, judges) if f}}
-        return {"ok": not (flagged["candidates"] or flagged["judges"]), "separated": bool(ident.separated),
-                "method": ident.method, "separated_quantities": list(ident.separated_quantities),
-                "penalty_dominated": list(ident.penalty_dominated), "flagged": flagged,
-                "messages": ident.messages(self.design.candidates, self.design.judges)
-                + ([zero_variance_message([n for n, f in zip(self.design.candidates + self.design.judges, cand + judges)
-                                           if "zero variance" in f])]
-                   if any("zero variance" in f for f in cand + judges) else [])}
+        return identification_check(self, ci)
 
     # ---------------------------------------------------------------- checks
     def checks(self) -> dict:
         """Appendix B.3 checks, as plain Python values."""
-        c = self.core
-        lo, hi = float(c.min_eig), float(c.max_eig)
-        return {
-            "converged": bool(c.converged),
-            "solver_status": STATUS.get(int(c.status), str(int(c.status))),
-            "n_iter": int(c.n_iter),
-            "stationarity": {"ok": bool(c.stationary), "grad_inf_over_n": float(c.grad_inf) / max(float(c.weight), 1e-300),
-                             "tol": STATIONARITY_TOL},
-            "identification": {"ok": bool(c.identified), "rank": int(c.n_identified), "dim_theta": int(c.n_free)},
-            "curvature": {"ok": bool(c.curvature_ok), "min_eig": lo, "max_eig": hi},
-            "bounds": {"ok": not bool(c.at_bound), "v_bound": self.effective_spec.v_bound},
-            "clusters": {"ok": bool(c.clusters_ok), "G": int(c.n_clusters), "dim_theta": int(c.n_free)},
-            "connected": {"ok": bool(c.connected)},
-            # a start not run (the zero start settled: ``fit(starts=None)``) is left out
-            "start_objectives": [float(x) for x in np.atleast_1d(c.start_objectives) if not np.isnan(x)],
-            "all_ok": bool(c.ok),
-        }
+        return fit_checks(self)
 
     def failed_checks(self) -> list[str]:
-        ch = self.checks()
-        out = []
-        if not ch["converged"]:
-            out.append(f"solver did not converge ({ch['solver_status']})")
-        if not ch["stationarity"]["ok"]:
-            out.append(f"stationarity failed: ‖∇L‖∞/N = {ch['stationarity']['grad_inf_over_n']:.2e} > 1e-7")
-        if not ch["identification"]["ok"]:
-            out.append(f"identification failed: R̂ᵀŴR̂ has rank {ch['identification']['rank']} < dim θ = "
-                       f"{ch['identification']['dim_theta']} (some parameters are not identified by the data)")
-        if not ch["curvature"]["ok"]:
-            out.append(f"curvature failed: smallest Hessian eigenvalue {ch['curvature']['min_eig']:.3e}")
-        if not ch["bounds"]["ok"]:
-            out.append("a log-sensitivity v_k is at its bound ±15 (a judge with ~zero or huge sensitivity)")
-        if not ch["clusters"]["ok"]:
-            out.append(f"G = {ch['clusters']['G']} prompt clusters ≤ dim θ = {ch['clusters']['dim_theta']}: "
-                       "cluster-robust inference for the full vector is unreliable")
-        if not ch["connected"]["ok"]:
-            out.append("comparison graph is not connected")
-        return out
+        """One sentence per failed B.3 check."""
+        return failed_checks(self.checks())
 
     # ---------------------------------------------------------------- tables
-    def leaderboard(self, ci: str | None = None, *, ci_prob: float | None = None) -> pd.DataFrame:
+    def leaderboard(self, ci: str | None = None, *, ci_prob: float | None = None, scale: str = "logit", anchor=None,
+                    draws=None) -> pd.DataFrame:
         """Candidates by score: rank, score with CI, win probability against the field with CI.
 
         ``score`` is the average-judge logit x_i = γ̄ s_i (so σ(x_i − x_j) = q_ij), the
-        same whichever judge is the reference and the ``score`` of ``oscar fit``; its
-        interval is the delta method's for x itself. The raw parameter s (reference-judge
-        scale, :attr:`scores`) and its interval are ``s``, ``s_lo``, ``s_hi``; for γ ≡ 1
-        models x = s. ``ci``: ``"sandwich"`` (default) or ``"model"``; ``ci_prob``: the
-        level (default the fit's). ``q_field`` is the mean over the other candidates of
-        q_ij, the probability that a judge of average sensitivity prefers this candidate
-        to a random other one.
+        same whichever judge is the reference, or on ``scale`` (``"elo"``, ``"winrate"``)
+        relative to ``anchor`` (``"NAME"``, ``"NAME=VALUE"``; the baseline of
+        ``winrate``): :mod:`oscar_jax.results.boards`. The raw parameter s
+        (reference-judge scale, :attr:`scores`) and its interval are ``s``, ``s_lo``,
+        ``s_hi``; for γ ≡ 1 models x = s. ``ci``: ``"sandwich"`` (default) or
+        ``"model"``; ``ci_prob``: the level (default the fit's); ``draws``: a bootstrap or
+        posterior result (or (B, P) θ draws) whose percentiles replace the Wald intervals
+        of score, s and q_field. ``q_field`` is the mean over the other candidates of q_ij,
+        the probability that a judge of average sensitivity prefers this candidate to a
+        random other one. ``interval`` says why a flagged candidate's intervals are not to
+        be read (``flags``; the JSON shows them as null).
         """
-        ci, z = self._request(ci, ci_prob)
-        se_t, _ = self._se(ci)
+        ci, prob = self._level(ci, ci_prob)
+        draws = None if draws is None else as_draws(draws, self.layout, "bootstrap")
+        board = score_board(self, ci=ci, ci_prob=prob, scale=scale, anchor=anchor, draws=draws)
         t = self.targets
-        names = self.design.candidates
-        frame = pd.DataFrame({
-            "candidate": names,
-            "score": t.x,
-            "score_lo": t.x - z * se_t.x,
-            "score_hi": t.x + z * se_t.x,
-            "s": t.s,
-            "s_lo": t.s - z * se_t.s,
-            "s_hi": t.s + z * se_t.s,
-            "q_field": sigmoid(t.field),
-            "q_field_lo": sigmoid(t.field - z * se_t.field),
-            "q_field_hi": sigmoid(t.field + z * se_t.field),
-            "votes": [self.design.counts["candidate_votes"][c] for c in names],
+        if draws is None:
+            z, se_t = _z(prob), self.target_se(ci)
+            s_ci = (t.s - z * se_t.s, t.s + z * se_t.s)
+            f_ci = (sigmoid(t.field - z * se_t.field), sigmoid(t.field + z * se_t.field))
+        else:
+            s_ci = draw_interval(draws.targets.s, prob, draws.kind)
+            f_ci = draw_interval(sigmoid(draws.targets.field), prob, draws.kind)
+        status = self.status(ci)
+        frame = table("candidates", {
+            **{c: board[c].to_numpy() for c in board.columns}, "s": t.s, "s_lo": s_ci[0], "s_hi": s_ci[1],
+            "q_field": sigmoid(t.field), "q_field_lo": f_ci[0], "q_field_hi": f_ci[1],
+            "votes": [self.design.counts["candidate_votes"][c] for c in self.design.candidates],
             "contraction": self.identification.candidate_contraction,
-            "flags": [",".join(f) for f in self.flags(ci)[0]],
-        })
-        frame = frame.sort_values("score", ascending=False, kind="mergesort").reset_index(drop=True)
-        frame.insert(0, "rank", np.arange(1, len(frame) + 1))
+            "flags": [",".join(f) for f in status.candidate_flags],
+            "interval": [x or "ok" for x in status.candidates]}, sort=True)
+        frame.attrs = board.attrs
         return frame
 
-    def judges(self, ci: str | None = None, *, ci_prob: float | None = None) -> pd.DataFrame:
-        """Per judge: n, γ, κ (with CIs), β_pos, D (with CI), β_len, β_fam, kept columns."""
-        ci, z = self._request(ci, ci_prob)
+    def judges(self, ci: str | None = None, *, ci_prob: float | None = None, draws=None) -> pd.DataFrame:
+        """Per judge: n, γ, κ, β_pos, D, β_len, β_fam, covariate coefficients (each with its CI), kept columns.
+
+        A coefficient the model does not have, or that column selection (B.2) fixed at 0,
+        is NaN. ``draws`` (as for :meth:`leaderboard`) give κ's interval; the others stay Wald.
+        """
+        ci, prob = self._level(ci, ci_prob)
+        z = _z(prob)
         se_t, _ = self._se(ci)
-        p = self.params
-        t = self.targets
-        se_pos = self.bias_se(ci, "pos")
+        p, t = self.params, self.targets
         kept = {term: self.kept(term) for term in ("pos", "len", "fam", "cov")}
-        ref = self.design.reference
+        k_ci = (_exp(t.log_kappa - z * se_t.log_kappa), _exp(t.log_kappa + z * se_t.log_kappa))
+        if draws is not None:
+            draws = as_draws(draws, self.layout, "bootstrap")
+            k_ci = draw_interval(np.exp(draws.targets.log_kappa), prob, draws.kind)
         rows = {
             "judge": list(self.design.judges),
             "n": [self.design.counts["judge_records"][j] for j in self.design.judges],
-            "reference": [k == ref for k in range(self.design.n_judge)],
+            "reference": [k == self.design.reference for k in range(self.design.n_judge)],
             "gamma": p.gamma,
             "gamma_lo": _exp(t.log_gamma - z * se_t.log_gamma),
             "gamma_hi": _exp(t.log_gamma + z * se_t.log_gamma),
-            "kappa": np.exp(t.log_kappa),
-            "kappa_lo": _exp(t.log_kappa - z * se_t.log_kappa),
-            "kappa_hi": _exp(t.log_kappa + z * se_t.log_kappa),
-            "beta_pos": np.where(kept["pos"], p.beta_pos, np.nan),
-            "D": np.where(kept["pos"], net_preference(p.beta_pos), np.nan),
-            "D_lo": np.where(kept["pos"], net_preference(p.beta_pos - z * se_pos), np.nan),
-            "D_hi": np.where(kept["pos"], net_preference(p.beta_pos + z * se_pos), np.nan),
-            "beta_len": np.where(kept["len"], p.beta_len, np.nan),
-            "beta_fam": np.where(kept["fam"], p.beta_fam, np.nan),
+            "kappa": np.exp(t.log_kappa), "kappa_lo": k_ci[0], "kappa_hi": k_ci[1],
         }
+        for term in ("pos", "len", "fam"):
+            est = np.where(kept[term], getattr(p, f"beta_{term}"), np.nan)
+            se = self.bias_se(ci, term)
+            rows.update({f"beta_{term}": est, f"beta_{term}_lo": est - z * se, f"beta_{term}_hi": est + z * se})
+        se_pos = self.bias_se(ci, "pos")
+        rows.update({"D": np.where(kept["pos"], net_preference(p.beta_pos), np.nan),
+                     "D_lo": np.where(kept["pos"], net_preference(p.beta_pos - z * se_pos), np.nan),
+                     "D_hi": np.where(kept["pos"], net_preference(p.beta_pos + z * se_pos), np.nan)})
         if self.layout.structure.davidson:
             rows["tau"] = p.tau
-        for j, name in enumerate(self.design.covariates):
-            if "cov" in self.layout.theta_blocks:
-                m = np.asarray(self.core.mask)[self.layout.theta_blocks["cov"]].reshape(self.design.n_judge, -1)[:, j] > 0
-                se_c = self.bias_se(ci, "cov")[:, j]
-                rows[f"beta_{name}"] = np.where(m, p.beta_cov[:, j], np.nan)
-                rows[f"beta_{name}_lo"] = np.where(m, p.beta_cov[:, j] - z * se_c, np.nan)
-                rows[f"beta_{name}_hi"] = np.where(m, p.beta_cov[:, j] + z * se_c, np.nan)
+        if "cov" in self.layout.theta_blocks:
+            mask = np.asarray(self.core.mask)[self.layout.theta_blocks["cov"]].reshape(self.design.n_judge, -1) > 0
+            se_c = self.bias_se(ci, "cov")
+            for j, name in enumerate(self.design.covariates):
+                est = np.where(mask[:, j], p.beta_cov[:, j], np.nan)
+                rows.update({f"beta_{name}": est, f"beta_{name}_lo": np.where(mask[:, j], est - z * se_c[:, j], np.nan),
+                             f"beta_{name}_hi": np.where(mask[:, j], est + z * se_c[:, j], np.nan)})
         rows["columns"] = [",".join(tm for tm in ("pos", "len", "fam", "cov") if kept[tm][k]) or "-"
                            for k in range(self.design.n_judge)]
         for term, values in self.identification.judge_contraction.items():
             rows[f"contraction_{term}"] = values
-        rows["flags"] = [",".join(f) for f in self.flags(ci)[1]]
-        return pd.DataFrame(rows)
+        rows["flags"] = [",".join(f) for f in self.status(ci).judge_flags]
+        return table("judges", rows)
 
     def win_matrix(self, ci: str | None = None, long: bool = True, wide: bool = False, *,
-                   ci_prob: float | None = None) -> pd.DataFrame:
+                   ci_prob: float | None = None, draws=None) -> pd.DataFrame:
         """q_ij with delta-method intervals σ(ĥ ± z·se) (Eq. 10), for every ordered pair.
 
         ``wide=True``: the C×C matrix P(row beats column), rows and columns ordered by
         score (best first), diagonal NaN. ``long=False``: the same matrix in data order,
-        diagonal ½.
+        diagonal ½. ``draws`` (as for :meth:`leaderboard`): percentile intervals instead.
         """
         if wide:
             order = np.argsort(-self.scores, kind="mergesort")
@@ -375,20 +351,21 @@ class FitResult:
             q = self.win_prob[np.ix_(order, order)].copy()
             np.fill_diagonal(q, np.nan)
             return pd.DataFrame(q, index=pd.Index(names, name="row beats column"), columns=names)
-        ci, z = self._request(ci, ci_prob)
-        se_t, _ = self._se(ci)
+        ci, prob = self._level(ci, ci_prob)
         h = self.targets.h
         names = self.design.candidates
         if not long:
             return pd.DataFrame(sigmoid(h), index=names, columns=names)
         i, j = np.where(~np.eye(len(names), dtype=bool))
-        return pd.DataFrame({
-            "a": [names[x] for x in i], "b": [names[x] for x in j],
-            "q": sigmoid(h[i, j]),
-            "lo": sigmoid(h[i, j] - z * se_t.h[i, j]),
-            "hi": sigmoid(h[i, j] + z * se_t.h[i, j]),
-            "se_logit": se_t.h[i, j],
-        })
+        if draws is None:
+            z, se = _z(prob), self.target_se(ci).h[i, j]
+            lo, hi = sigmoid(h[i, j] - z * se), sigmoid(h[i, j] + z * se)
+        else:
+            draws = as_draws(draws, self.layout, "bootstrap")
+            lo, hi = (b[i, j] for b in draw_interval(sigmoid(draws.targets.h), prob, draws.kind))
+            se = np.full(len(i), np.nan)
+        return table("pairs", {"a": [names[x] for x in i], "b": [names[x] for x in j], "q": sigmoid(h[i, j]),
+                               "q_lo": lo, "q_hi": hi, "se_logit": se})
 
     def predict(self, design: Design | None = None) -> np.ndarray:
         """Tie-adjusted slot-A probability of every *record* of ``design`` (default: own)."""
@@ -398,13 +375,28 @@ class FitResult:
         p = np.asarray(cell_probabilities(jnp.asarray(self.theta), design.arrays, self.layout))
         return p[design.record_cell]
 
-    def to_dict(self, ci: str = "sandwich", *, intervals: dict | None = None) -> dict:
-        """JSON-ready summary: model, sizes, objective, candidates, judges, win_prob, diagnostics.
+    def to_dict(self, ci: str | None = None, *, ci_prob: float | None = None, scale: str = "logit", anchor=None,
+                draws=None) -> dict:
+        """JSON-ready summary (:func:`oscar_jax.results.schema.payload`): model, sizes, objective,
+        ``scale``, ``candidates``, ``judges``, ``win_prob``, ``checks``, ``notes``.
 
-        ``intervals``: percentile intervals from θ draws
-        (:func:`oscar_jax.report.draw_sources.draw_intervals`) that replace the Wald intervals of
-        scores, q against the field, κ and win probabilities.
+        Arguments as for :meth:`leaderboard`; with ``draws`` the score, s, q_field, κ and q
+        intervals are their percentiles (the root ``ci`` names the draws' source).
         """
-        from .fit_json import fit_payload
-
-        return fit_payload(self, ci, intervals)
+        ci, prob = self._level(ci, ci_prob)
+        draws = None if draws is None else as_draws(draws, self.layout, "bootstrap")
+        lb = self.leaderboard(ci, ci_prob=prob, scale=scale, anchor=anchor, draws=draws)
+        status = self.status(ci) if draws is None else self.status(ci).under_draws()
+        eff = self.effective_spec
+        source = ci if draws is None else draws.source
+        header = {"model": self.spec.name, "fitted_model": eff.name, "estimator": "penalized-ml",
+                  "estimand": {"model": f"{eff.name}, penalized maximum likelihood (ridge {eff.ridge:g})",
+                               "point": "the full-data fit", "intervals": CI_LABELS[source]},
+                  "n_records": int(self.design.n_records), "n_prompts": int(self.design.n_clusters),
+                  "n_cells": int(self.design.n_cells), "reference_judge": self.design.judges[self.design.reference],
+                  "objective": self.objective, "ridge": eff.ridge, "gamma_bar": self.gamma_bar,
+                  "ci": source, "ci_prob": prob}
+        return payload(header=header, scale=scale_note(lb.attrs), leaderboard=lb,
+                       judges=self.judges(ci, ci_prob=prob, draws=draws),
+                       win=self.win_matrix(ci, ci_prob=prob, draws=draws), status=status, design=self.design,
+                       checks={**self.checks(), "flags": self.identification_check(ci)}, notes=self.notes)

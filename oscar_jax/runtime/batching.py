@@ -25,19 +25,21 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from typing import Callable, Iterable, Iterator
-
-import jax
 
 from .validate import OscarInputError
 
-__all__ = ["default_vmap_width", "host_workers", "map_replicates", "run_in_order", "workers_setting"]
+__all__ = ["ahead_pool", "compile_ahead", "default_vmap_width", "host_workers", "map_replicates", "run_in_order",
+           "workers_setting"]
 
 WORKERS_ENV = "OSCAR_JAX_WORKERS"  # threads that run chunks side by side (default: the usable cores)
 
 
 def default_vmap_width() -> int | None:
     """Replicates advanced side by side: 1 on CPU (sequential), all of them (None) otherwise."""
+    import jax  # (this module is also the CLI's, which checks its settings before JAX loads)
+
     return 1 if jax.default_backend() == "cpu" else None
 
 
@@ -47,6 +49,8 @@ def map_replicates(fn: Callable, xs, vmap_width: int | None):
     ``vmap_width=None`` (or ≥ the batch size) is a plain ``jax.vmap``; 1 is a sequential
     ``lax.map``. Pure: jit it, shard it, vmap it further.
     """
+    import jax
+
     n = jax.tree_util.tree_leaves(xs)[0].shape[0]
     if vmap_width is None or int(vmap_width) >= n:
         return jax.vmap(fn)(xs)
@@ -75,6 +79,8 @@ def host_workers(n_devices: int = 1) -> int:
     """Chunks of a batch run side by side: the usable cores on a CPU process with one device
     (``$OSCAR_JAX_WORKERS`` overrides), else 1 (devices or processes split the batch).
     """
+    import jax
+
     if n_devices > 1 or jax.default_backend() != "cpu" or jax.process_count() > 1:
         return 1
     setting = workers_setting()
@@ -91,7 +97,7 @@ def run_in_order(jobs: Iterable[Callable], workers: int) -> Iterator:
 
     At most ``workers`` results wait in flight, which bounds the memory to that many chunks.
     Concurrent first calls of one program compile it once (JAX and
-    :mod:`~oscar_jax.runtime.program_cache` both wait for the first).
+    :mod:`~oscar_jax.runtime.jit` both wait for the first).
     """
     if workers <= 1:
         for job in jobs:
@@ -108,3 +114,31 @@ def run_in_order(jobs: Iterable[Callable], workers: int) -> Iterator:
             yield fut.result()
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+_AHEAD: dict = {"pool": None}
+
+
+@contextmanager
+def compile_ahead():
+    """Within this block a persistent program's ``prepare`` loads or compiles it on a worker
+    thread (:mod:`oscar_jax.runtime.jit`; the CLI runs every command in it).
+
+    While the main thread compiles the fit, one worker traces and compiles (or loads) the
+    programs that will report on it, from argument shapes known before the fit. XLA
+    already spreads one compilation over the cores and releases the GIL meanwhile, so what
+    this buys is the worker's Python running inside the fit's compilation instead of after
+    it. Off by default: a library loop would pay for programs it may never call.
+    """
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="oscar-compile")
+    previous, _AHEAD["pool"] = _AHEAD["pool"], pool
+    try:
+        yield
+    finally:
+        _AHEAD["pool"] = previous
+        pool.shutdown(wait=False)  # what it started still finishes, for a later call to use
+
+
+def ahead_pool() -> ThreadPoolExecutor | None:
+    """The worker thread of the enclosing :func:`compile_ahead` block, or None outside one."""
+    return _AHEAD["pool"]

@@ -1,14 +1,33 @@
-"""Shared argument checks with messages that name the value and the fix."""
+"""What the user gives, checked before anything is computed; what a run writes, written whole;
+the package's error and warning classes.
+
+Argument checks raise :class:`OscarInputError` with messages that name the value and the
+fix (the CLI prints them and exits with status 2). Output paths too: a run that computes
+for minutes and then fails to write (a read-only folder, ``--out`` pointing at a file)
+wastes the run, so the CLI checks every output folder first (:func:`check_output_dir`);
+and a run interrupted while writing must not leave a truncated CSV that looks complete,
+so every file is written to a temporary name in the same folder and renamed into place
+(:func:`atomic_write`; ``os.replace`` is atomic on POSIX and Windows): a reader sees the
+old file or the new one, never a part.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import os
+import tempfile
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 
 __all__ = [
     "OscarDataWarning",
+    "OscarFitWarning",
     "OscarInputError",
+    "OscarNoteWarning",
+    "atomic_write",
+    "atomic_write_text",
     "check_ci_prob",
     "check_choice",
+    "check_output_dir",
     "check_positive_int",
     "resolve_name",
 ]
@@ -24,6 +43,18 @@ class OscarInputError(ValueError):
 
 class OscarDataWarning(UserWarning):
     """Input that is valid but probably not what the user meant (e.g. names differing only in case)."""
+
+
+class OscarFitWarning(UserWarning):
+    """A fit finished but failed one of the Appendix B.3 checks."""
+
+
+class OscarNoteWarning(UserWarning):
+    """Something the fit did that changes what it estimates (a term dropped, records left out).
+
+    Issued once per distinct note per session; the CLI prints the notes in its output
+    instead. Silence with ``warnings.filterwarnings("ignore", category=OscarNoteWarning)``.
+    """
 
 
 def check_ci_prob(ci_prob: float) -> float:
@@ -77,3 +108,43 @@ def resolve_name(kind: str, name: str, available: Sequence[str]) -> str:
     raise OscarInputError(
         f"{kind} {name!r} is ambiguous: it matches {hits}; pass the exact name"
     )
+
+
+def check_output_dir(path, option: str) -> Path:
+    """Raise unless ``path`` is (or can be created as) a writable folder. Creates nothing."""
+    p = Path(path)
+    if p.exists() and not p.is_dir():
+        raise OscarInputError(f"{option} {str(p)!r} is a file, not a folder; give a folder path")
+    probe = p
+    while not probe.exists():
+        if probe.parent == probe:
+            break
+        probe = probe.parent
+    if probe.exists() and not probe.is_dir():
+        raise OscarInputError(f"{option} {str(p)!r}: {str(probe)!r} is a file, so no folder can be created under it")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise OscarInputError(f"{option} {str(p)!r}: no permission to write in {str(probe)!r}; choose a writable folder")
+    return p
+
+
+def atomic_write(path, write: Callable[[Path], object]) -> Path:
+    """Call ``write(tmp_path)`` for a temporary file next to ``path``, then rename it into place."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    tmp = Path(tmp)
+    try:
+        write(tmp)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp's 0600 would make outputs private
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return path
+
+
+def atomic_write_text(path, text: str) -> Path:
+    return atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))

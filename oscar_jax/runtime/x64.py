@@ -1,13 +1,43 @@
-"""The one place numeric configuration is set.
+"""The one place numeric configuration is set, without importing JAX.
 
 Every estimator in oscar_jax works in float64: the Newton solver's stopping rule
 (‖∇L‖∞/N ≤ 1e-10), the identification check (eigenvalue ratios down to 1e-13) and
 the agreement tests against statsmodels (1e-6 relative) are not attainable in float32.
-Importing this module before any array is created makes float64 the default.
+Importing this module (``import oscar_jax`` does, first) makes float64 the default
+before any array is created: where JAX is not imported yet it sets ``JAX_ENABLE_X64``,
+which JAX reads when it is imported, so ``import oscar_jax`` and ``oscar --help`` do not
+pay for JAX; where it is, ``jax.config``. Variables set only for JAX's import are put
+back once JAX has read them (:func:`jax_loaded`), so child processes do not inherit them.
 """
 
 import os
 import sys
+
+# Variable → (its value before oscar_jax set it for JAX's import (None: unset), the value set).
+_SET_FOR_JAX: dict[str, tuple[str | None, str]] = {}
+
+
+def set_before_jax(variable: str, value: str, option: str, option_value=None) -> None:
+    """Give JAX a setting before it makes any array: ``jax.config.update(option, ...)`` when
+    JAX is imported, else the environment variable JAX reads for it at its import."""
+    jax = sys.modules.get("jax")
+    if jax is not None and hasattr(jax, "config"):
+        jax.config.update(option, value if option_value is None else option_value)
+        return
+    _SET_FOR_JAX[variable] = (_SET_FOR_JAX.get(variable, (os.environ.get(variable), value))[0], value)
+    os.environ[variable] = value
+
+
+def jax_loaded() -> None:
+    """Put back the variables set for JAX's import (JAX has read them: call after importing it)."""
+    for variable, (before, ours) in _SET_FOR_JAX.items():
+        if os.environ.get(variable) != ours:
+            continue  # changed since by someone else: theirs
+        if before is None:
+            del os.environ[variable]
+        else:
+            os.environ[variable] = before
+    _SET_FOR_JAX.clear()
 
 # The fits solve many small (≤ a few hundred) dense systems, often a batch at a time;
 # JAX's CPU LAPACK kernels (Cholesky, eigh, SVD) are scipy's OpenBLAS, and a
@@ -84,6 +114,4 @@ _flags = os.environ.get("XLA_FLAGS", "")
 if "xla_gpu_deterministic_ops" not in _flags:
     os.environ["XLA_FLAGS"] = (_flags + " --xla_gpu_deterministic_ops=true").strip()
 
-import jax  # noqa: E402
-
-jax.config.update("jax_enable_x64", True)
+set_before_jax("JAX_ENABLE_X64", "1", "jax_enable_x64", True)

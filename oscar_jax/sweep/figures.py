@@ -1,7 +1,7 @@
 """Figures 3 and 4 of the simulation study: metrics against N, one PNG pair per (c, ρ).
 
 Drawn on a ``matplotlib.figure.Figure`` with the Agg canvas directly (no pyplot, no
-global backend switch), in the package palette (:mod:`oscar_jax.report.palette`).
+global backend switch), in the package palette (:mod:`oscar_jax.report.figures`).
 """
 
 from __future__ import annotations
@@ -10,8 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..report.figures import new_figure, save_png
-from ..report.palette import GREY, SERIES
+from ..report.figures import GREY, SERIES, new_figure, save_png
 
 __all__ = ["plot_sweep"]
 

@@ -22,7 +22,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..runtime import program_cache
+from ..runtime.jit import register_pytree_names
 from ..infer.fit_core import fit_core
 from ..model.params import Layout
 from ..infer.sandwich import covariances, delta_se, targets
@@ -106,7 +106,7 @@ class ReplicateMetrics(NamedTuple):
     grad_inf: jax.Array
 
 
-program_cache.register_pytree_names(ReplicateMetrics)
+register_pytree_names(ReplicateMetrics)
 
 
 def evaluate_replicate(arrays, omega, true_s, true_kappa, true_q, ridge, v_bound, gtol, *, layout: Layout,

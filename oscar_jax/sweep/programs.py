@@ -14,7 +14,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from ..runtime import program_cache
+from ..runtime.jit import exported
 from ..runtime.batching import map_replicates
 from ..model.params import Layout
 from ..runtime.sharding import replicate_mesh, replicate_sharded
@@ -104,7 +104,7 @@ def release_compiled() -> None:
 def _lower(prog: Program, fn, args, static: dict):
     """Lower one program; with the compile cache on, from its stored export, so that a new
     process running the same sweep neither traces nor lowers it again (issue 16)."""
-    exp = program_cache.exported(f"sweep_{prog.kind}", repr((fn.__qualname__, prog)), partial(fn, **static), args)
+    exp = exported(f"sweep_{prog.kind}", repr((fn.__qualname__, prog)), partial(fn, **static), args)
     if exp is not None:
         return jax.jit(exp.call).lower(*args)
     return jax.jit(fn, static_argnames=tuple(static)).lower(*args, **static)

@@ -5,7 +5,8 @@ One set of 240 synthetic judgments (20 prompts × 3 models vs the baseline × 2 
 tests can check that each convention gives the same fit as our own schema:
 
 * ``eco_oscar.csv``        oscar schema (prompt, candidate_a, candidate_b, judge, outcome, verdict)
-* ``eco_arena.csv``        Chatbot Arena battles (model_a, model_b, winner, question_id, judge)
+* ``oscar_jax/io/examples/arena_battles.csv``  Chatbot Arena battles (model_a, model_b, winner,
+  question_id, judge); shipped with the package as its example (``oscar_jax.example_path()``)
 * ``eco_evalica.csv``      evalica CLI (left, right, winner, question_id, judge)
 * ``eco_alpacaeval.json``  AlpacaEval annotations (instruction, generator_1/2, preference, annotator)
 * ``eco_arenahard.jsonl``  arena-hard judgments (question_id, model, baseline, judge, games[].score)
@@ -68,7 +69,7 @@ def main():
                   "outcome": oscar_outcome, "verdict": t.verdict}).to_csv(HERE / "eco_oscar.csv", index=False)
     winner = np.where(t.bothbad, "tie (bothbad)", y.map({1.0: "model_a", 0.0: "model_b", 0.5: "tie"}))
     pd.DataFrame({"question_id": qid, "model_a": t.a, "model_b": t.b, "winner": winner,
-                  "judge": t.judge}).to_csv(HERE / "eco_arena.csv", index=False)
+                  "judge": t.judge}).to_csv(HERE.parents[1] / "oscar_jax" / "io" / "examples" / "arena_battles.csv", index=False)
     pd.DataFrame({"left": t.a, "right": t.b, "winner": y.map({1.0: "left", 0.0: "right", 0.5: "tie"}),
                   "question_id": qid, "judge": t.judge}).to_csv(HERE / "eco_evalica.csv", index=False)
     pref = y.map({1.0: 1.0, 0.0: 2.0, 0.5: 1.5}).to_numpy().copy()

@@ -2,7 +2,7 @@
 
 import os
 
-from oscar_jax.runtime.compile_cache import prune
+from oscar_jax.runtime.cache import prune
 
 
 def test_prune_deletes_least_recently_used_files_down_to_80_percent(tmp_path):

@@ -1,29 +1,17 @@
-"""Jitted functions whose traced programs persist across processes (``jax.export``).
+"""``persistent_jit``: jitted functions whose traced programs persist across processes.
 
-JAX's persistent compilation cache (:mod:`oscar_jax.runtime.compile_cache`) skips XLA's compile
-step in a new process, but its key is the lowered program, so every process still
-traces and lowers each function first: for the fit core that is 1–2 s of Python, most
-of a warm ``oscar fit``. :func:`persistent_jit` also stores the *lowered* program
-(``jax.export``, StableHLO) per (function, static arguments, argument shapes), so a new
-process deserializes it in milliseconds, and the compile step then hits the compile
-cache. The program run is the same StableHLO the plain jit would compile, so results
-are bit-identical (tests/test_program_cache.py).
-
-Used only while the compile cache is on (``OSCAR_JAX_CACHE_DIR``, default
-``~/.cache/oscar_jax/xla``; the files go to its ``exported/`` subfolder). Entries are
-keyed by a digest of the package's source, JAX's version and the backend, so editing
-oscar_jax or upgrading JAX never reuses a stale program. Calls under a trace (inside
-another jit, vmap or grad), and anything ``jax.export`` cannot serialize, take the
-plain jit path. :func:`exported` gives the same store to code that lowers ahead of time
-(the simulation sweep's per-method programs).
-
-A whole-process command (the CLI) can also compile ahead (:func:`compile_ahead`): while
-the main thread compiles the fit, one worker thread traces and compiles (or loads) the
-programs that will report on it (``prepare``), from argument shapes known before the fit.
-XLA already spreads one compilation over the cores and releases the GIL meanwhile, so what
-this buys is the worker's Python (tracing, lowering, loading) running inside the fit's
-compilation instead of after it. Off by default: a library loop would pay for programs it
-may never call.
+XLA's persistent compilation cache (:mod:`oscar_jax.runtime.cache`) skips the compile step
+in a new process, but its key is the lowered program, so every process still traces and
+lowers each function first: for the fit core that is 1–2 s of Python, most of a warm
+``oscar fit``. :func:`persistent_jit` also stores the *lowered* program (``jax.export``,
+StableHLO) per (function, static arguments, argument shapes) in the cache's ``exported/``
+subfolder, so a new process deserializes it in milliseconds and the compile step then
+hits XLA's cache. The program run is the same StableHLO the plain jit would compile, so
+results are bit-identical (tests/test_program_cache.py). :func:`exported` gives the same
+store to code that lowers ahead of time (the simulation sweep's per-method programs);
+Inside :func:`~oscar_jax.runtime.batching.compile_ahead` (the CLI), a program's ``prepare``
+compiles it on a worker thread while the fit compiles. How and why:
+``docs/caching.md``.
 """
 
 from __future__ import annotations
@@ -33,32 +21,22 @@ import inspect
 import os
 import threading
 import weakref
-from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import contextmanager
+from concurrent.futures import Future
 from functools import lru_cache
 from pathlib import Path
 
 import jax
 
-from . import compile_cache
+from . import cache
+from .batching import ahead_pool
+from .x64 import jax_loaded
 
-__all__ = ["RUN_ONCE", "compile_ahead", "exported", "forget", "persistent_jit", "register_pytree_names"]
+jax_loaded()  # JAX has read the settings oscar_jax passed through the environment: put it back
+
+__all__ = ["RUN_ONCE", "exported", "forget", "persistent_jit", "register_pytree_names"]
 
 _FAILED = object()
 _ALL: "weakref.WeakSet[_PersistentJit]" = weakref.WeakSet()
-_AHEAD: dict = {"pool": None}
-
-
-@contextmanager
-def compile_ahead():
-    """Within this block ``prepare`` compiles on a worker thread (see the module docstring)."""
-    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="oscar-compile")
-    previous, _AHEAD["pool"] = _AHEAD["pool"], pool
-    try:
-        yield
-    finally:
-        _AHEAD["pool"] = previous
-        pool.shutdown(wait=False)  # what it started still finishes, for a later call to use
 
 
 def register_pytree_names(*types) -> None:
@@ -86,7 +64,7 @@ def _environment_digest() -> str:
 
 
 def _folder() -> Path | None:
-    where = compile_cache.cache_dir()
+    where = cache.cache_dir()
     return None if where is None else where / "exported"
 
 
@@ -213,10 +191,10 @@ class _PersistentJit:
         """Start loading or compiling the program of this call on the worker thread.
 
         Arguments as for a call, arrays or ``jax.ShapeDtypeStruct``; a no-op unless
-        :func:`compile_ahead` is on and the program cache is, or where the program is
+        :func:`~oscar_jax.runtime.batching.compile_ahead` is on and the program cache is, or where the program is
         known already. A call with the same argument types then waits for it.
         """
-        pool, folder = _AHEAD["pool"], _folder()
+        pool, folder = ahead_pool(), _folder()
         split = None if pool is None or folder is None else self._split(args, kwargs)
         if split is None or split[0] in self._programs:
             return

@@ -1,11 +1,18 @@
-"""Generic variational inference: NumPyro SVI driven by an optax optimizer in one ``lax.scan``.
+"""Posterior tools the two Bayesian wings share: the R-hat rule and variational inference.
 
-Shared by the OSCAR model (:mod:`oscar_jax.bayes._svi`) and the audit's effect models
-(:mod:`oscar_jax.audit.bayes_svi`); each brings its own NumPyro model, its data and the
-starting point of the guide. Here: the settings, the guides (AutoNormal, mean-field, or
-AutoLowRankMultivariateNormal, diagonal plus rank-r covariance), Adam with a
-warm-up/cosine learning-rate schedule and gradient clipping, the compiled optimization
-loop, the ELBO plateau check and the ELBO trace as a ``sample_stats`` group.
+Used by the OSCAR model (:mod:`oscar_jax.bayes`) and the audit's effect models
+(:mod:`oscar_jax.audit`); each brings its own NumPyro model, its data and the starting
+point of the guide.
+
+* One R-hat threshold and one wording for every NUTS run (``oscar bayes``, ``oscar
+  audit``): rank-normalized split R-hat below 1.01 (Vehtari et al. 2021,
+  "Rank-normalization, folding, and localization"); both models flag a run at or above
+  it the same way.
+* Generic variational inference, NumPyro SVI driven by an optax optimizer in one
+  ``lax.scan``: the settings, the guides (AutoNormal, mean-field, or
+  AutoLowRankMultivariateNormal, diagonal plus rank-r covariance), Adam with a
+  warm-up/cosine learning-rate schedule and gradient clipping, the compiled optimization
+  loop, the ELBO plateau check and the ELBO trace as a ``sample_stats`` group.
 
 Caveat, stated with every result: a Gaussian variational approximation fitted by
 KL(q‖p) under-disperses. Its intervals are typically narrower than the posterior's, and
@@ -33,8 +40,28 @@ from numpyro.optim import optax_to_numpyro
 
 from ..runtime.validate import OscarInputError, check_positive_int
 
-__all__ = ["GUIDES", "NARROW_WARNING", "SviSettings", "VariationalWarning", "elbo_plateau", "guide_name",
+__all__ = ["GUIDES", "NARROW_WARNING", "RHAT_MAX", "rhat_flag", "rhat_message", "rhat_ok",
+           "SviSettings", "VariationalWarning", "elbo_plateau", "guide_name",
            "guide_draws", "meanfield_fit", "make_guide", "optimize", "optimizer", "plateau_message", "schedule", "svi_sample_stats"]
+
+RHAT_MAX = 1.01
+
+
+def rhat_ok(value) -> bool:
+    """True when R-hat is below the threshold (or undefined: one chain, nothing to compare)."""
+    return value is None or (isinstance(value, float) and math.isnan(value)) or value < RHAT_MAX
+
+
+def rhat_message(value: float, where: str | None = None) -> str:
+    """The warning for a failed R-hat: value, threshold, the worst variable and the fix."""
+    at = f" ({where})" if where else ""
+    return f"R-hat {value:.3f} ≥ {RHAT_MAX}{at}: chains disagree; run more warm-up/draws"
+
+
+def rhat_flag(value) -> str:
+    """``"ok"`` or ``"POOR"`` next to a printed R-hat."""
+    return "ok" if rhat_ok(value) else "POOR"
+
 
 GUIDES = ("normal", "lowrank")
 NARROW_WARNING = ("variational (SVI) intervals come from a Gaussian approximation fitted by KL(q‖p), which "

@@ -1,0 +1,96 @@
+"""A light start (issue 36 part 2): what a user meets first does not start the numeric stack.
+
+``import oscar_jax``, ``oscar --help``, ``oscar CMD --help``, argument errors and bad
+input must not import JAX, NumPyro, ArviZ, matplotlib or scipy: on a loaded 2-core
+machine each of those imports cost seconds before the user saw a word. Each probe runs
+in a fresh interpreter, where import order is the point; one interpreter runs a list of
+cases in turn and reports after each, so the first case that loads the stack is named.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from helpers import ARENA_EXAMPLE
+
+ROOT = Path(__file__).resolve().parent.parent
+HEAVY = ("jax", "numpyro", "arviz", "matplotlib", "scipy")
+
+PROBE = r"""
+import contextlib, io, json, sys
+HEAVY = {heavy!r}
+report = []
+
+def loaded():
+    return sorted(h for h in HEAVY if h in sys.modules)
+
+import oscar_jax as oj
+oj.__version__, oj.OscarInputError, oj.OscarNoteWarning, dir(oj)
+report.append(("import oscar_jax", None, loaded()))
+from oscar_jax.cli.main import main
+for argv in {cases!r}:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            rc = main(argv)
+        except SystemExit as exc:
+            rc = exc.code
+    report.append((" ".join(argv), rc, loaded()))
+print(json.dumps(report))
+"""
+
+
+def _probe(cases, tmp_path):
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    code = PROBE.format(heavy=HEAVY, cases=cases)
+    out = subprocess.run([sys.executable, "-c", code], env=env, cwd=tmp_path, capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def bad_files(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("bad")
+    (folder / "label.csv").write_text("model_a,model_b,winner\na,b,draw\n", encoding="utf-8")
+    (folder / "columns.csv").write_text("x,y\n1,2\n", encoding="utf-8")
+    return folder
+
+
+def test_help_argument_errors_and_bad_input_leave_the_numeric_stack_unloaded(tmp_path, bad_files):
+    from oscar_jax.cli.main import COMMANDS
+
+    data = str(ARENA_EXAMPLE)
+    cases = [["--help"], ["--version"], ["nonsense"], ["fit"],
+             *([name, "--help"] for name in COMMANDS),
+             ["fit", data, "--scale", "nonsense"],                      # argparse
+             ["fit", str(tmp_path / "missing.csv")],                    # no such file
+             ["fit", str(bad_files / "label.csv")],                     # a bad label, named by row
+             ["fit", str(bad_files / "columns.csv")],                   # no known schema
+             ["fit", data, "--model", "nonsense"],                      # bad model string
+             ["fit", data, "--filter", "language=English"],             # a filter on an absent column
+             ["fit", data, "--ci-prob", "2"],
+             ["fit", data, "--out", data],                              # --out is a file
+             ["report", data, "-o", "page.pdf"],
+             ["bootstrap", str(bad_files / "label.csv")],
+             ["bayes", str(bad_files / "label.csv")],
+             ["compare", str(bad_files / "label.csv")],
+             ["human", str(bad_files / "label.csv"), "--votes", data]]
+    report = _probe(cases, tmp_path)
+    heavy = [(case, modules) for case, _, modules in report if modules]
+    assert heavy == []
+    codes = {case: rc for case, rc, _ in report[1:]}
+    assert codes["--help"] == 0 and codes["fit --help"] == 0 and codes["--version"] == 0
+    assert [c for c, rc in codes.items() if "--help" not in c and c != "--version" and rc != 2] == []
+
+
+def test_the_probe_sees_the_numeric_stack_when_it_loads(tmp_path):
+    # Negative control: a command that fits imports JAX, and the probe reports it.
+    report = _probe([["fit", str(ARENA_EXAMPLE), "--model", "bt", "--format", "json"]], tmp_path)
+    assert report[-1][1] == 0 and "jax" in report[-1][2]
