@@ -20,13 +20,16 @@ import oscar_jax as oj
 from oscar_jax.infer import derivatives
 from oscar_jax.infer.derivatives import (grouped_cells, expected_information, information_from_moments, value_grad_hess,
                                          value_grad_hess_moments)
+from oscar_jax.infer import fit_core as fit_core_module
 from oscar_jax.infer.fit_core import penalized_vgh
 from oscar_jax.infer.identification import identify
 from oscar_jax.infer.plain_bt import bt_fit_core
 from oscar_jax.infer.solver import lm_minimize
 from oscar_jax.model.design import GROUP_MIN_CELLS, with_groups
-from oscar_jax.model.problem import prepare
+from oscar_jax.model.problem import as_design, prepare
 from oscar_jax.simulate import family_map_of
+
+from helpers import REFERENCE_JUDGE, shared_data
 
 # Per-group sums reorder the per-record sums of a few thousand terms: agreement to rounding,
 # relative to the largest entry.
@@ -114,6 +117,77 @@ def test_grouped_fit_equals_per_cell_fit_and_ends_in_float64(design, model):
     tol = 1e-12 * float(jnp.sum(arr.stats[:, 0]))
     only_low = jax.jit(lambda t: lm_minimize(vgh_low, t, lo, hi, mask[None], jnp.asarray([tol])))(jnp.asarray(plain.theta))
     assert not bool(only_low.converged) or np.max(np.abs(np.asarray(only_low.theta) - plain.theta)) > 1e-9
+
+
+def _zero_start_fit(design, model):
+    """fit_core from the zero start, traced afresh (no persistent program: a patched module is seen)."""
+    problem = prepare(design, model)
+    layout, arr = problem.layout, design.arrays
+    run = jax.jit(lambda arrays: fit_core_module.fit_core(
+        arrays, jnp.ones(design.n_clusters), jnp.zeros((1, layout.n_theta)), layout=layout,
+        n_clusters=design.n_clusters, ridge=problem.effective_spec.ridge))
+    return run(arr)
+
+
+def test_a_fit_whose_last_steps_stay_in_float32_breaks_the_equality(design, monkeypatch):
+    """Negative control of the 1e-10 equality: with the float64 evaluations replaced by the
+    float32 ones (the switch to full precision made a no-op), the grouped fit no longer
+    reaches the per-cell estimate; unpatched, the same call does."""
+    plain = oj.fit(design, "oscar", warn=False)
+    grouped_design = _grouped(design)
+    fast = _zero_start_fit(grouped_design, "oscar")
+    assert bool(fast.converged)
+    np.testing.assert_allclose(np.asarray(fast.theta), plain.theta, rtol=0, atol=FIT_ATOL)
+    real = fit_core_module.penalized_vgh
+    monkeypatch.setattr(fit_core_module, "penalized_vgh",
+                        lambda arrays, stats, layout, ridge, low=False: real(arrays, stats, layout, ridge, low=True))
+    stuck = _zero_start_fit(grouped_design, "oscar")
+    gap = float(np.max(np.abs(np.asarray(stuck.theta) - plain.theta)))
+    assert not bool(stuck.converged) or gap > FIT_ATOL, gap
+
+
+def _newton_polished(result, steps: int = 2):
+    """θ̂ after ``steps`` exact float64 Newton steps on the per-cell objective: the optimum to
+    rounding (the solver stops at ‖∇‖∞ ≤ 1e-12·N, up to ~1e-9 short of it on these data)."""
+    per_cell = result.design.arrays._replace(cell_group=None, group_cell=None)
+    problem = prepare(dataclasses.replace(result.design, arrays=per_cell), result.effective_spec)
+    arr = problem.design.arrays
+    vgh = jax.jit(penalized_vgh(arr, arr.stats, problem.layout, problem.effective_spec.ridge))
+    free = np.asarray(result.core.mask) > 0
+    theta = np.asarray(result.theta).copy()
+    for _ in range(steps):
+        _, g, h, _ = vgh(jnp.asarray(theta))
+        theta[free] -= np.linalg.solve(np.asarray(h)[np.ix_(free, free)], np.asarray(g)[free])
+    return theta
+
+
+@pytest.mark.parametrize("name", ["mtbench", "ultrafeedback", "chatbot_arena"])
+def test_fast_paths_on_real_data_equal_the_per_cell_float64_fit(name):
+    """Issue 37's rule on each real dataset, for the grouped pass (per-group moments, float32
+    early steps, float64 last ones; grouping forced: the ~10⁴-record datasets are below
+    GROUP_MIN_CELLS) and the host plain-BT fit, against the per-cell float64 compiled fit
+    (the code before them) from the same starts.
+
+    Equal to 1e-10 where the code before converged that closely; otherwise no further from
+    the optimum than the code before: on UltraFeedback J its estimate is 9.5e-10 short of the
+    optimum (‖∇‖∞ ≤ 1e-12·N allows it along a flat judge direction) and the grouped one
+    3.4e-10, 6.0e-10 apart — a different iteration path, each inside the convergence test.
+    A fit whose last steps stayed in float32 ends ~1e-7 away and fails both."""
+    design = as_design(shared_data(name), reference_judge=REFERENCE_JUDGE)
+    grouped = _grouped(design)
+    for model in ("bt", "j", "j+p", "oscar"):
+        if model == "bt":
+            reference = oj.fit(design, model, starts=2, warn=False)
+            fast = oj.fit(design, model, warn=False)  # the host pair-table path
+        else:
+            reference = oj.fit(design, model, starts=1, warn=False)
+            fast = oj.fit(grouped, model, starts=1, warn=False)
+        assert fast.checks()["all_ok"] == reference.checks()["all_ok"], model
+        optimum = _newton_polished(reference)
+        np.testing.assert_allclose(_newton_polished(fast), optimum, rtol=0, atol=1e-12, err_msg=model)
+        gap = np.max(np.abs(fast.theta - reference.theta))
+        error, error_before = np.max(np.abs(fast.theta - optimum)), np.max(np.abs(reference.theta - optimum))
+        assert gap <= FIT_ATOL or error <= max(error_before, FIT_ATOL), (model, gap, error, error_before)
 
 
 def test_adaptive_second_start_runs_only_when_the_first_does_not_settle(design):
