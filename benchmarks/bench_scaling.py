@@ -234,6 +234,7 @@ def _identification(res, out: dict) -> None:
 
     ident, out["ident_first_s"], _ = _timed(lambda: identify(dataclasses.replace(res)))
     gc.collect()
+    out["rss_ident_start_mb"] = _rss_mb()
     _reset_peak()
     best = [math.inf, math.inf]
     for _ in range(2):
@@ -317,8 +318,8 @@ def markdown(rows, args, machine: str) -> str:
               "columns = (peak − RSS with the raw columns) / N; over the design = (peak − RSS with the design) / N.",
               "", "| C | N records | import | raw columns (bytes) | with raw | with design | compiled | run peak | "
               "B/record over raw | B/record over design | fit CPU s | fit wall s | identification CPU s | wall s | "
-              "÷ fit CPU | identification peak | verdict |",
-              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+              "÷ fit CPU | RSS before identification | identification peak | verdict |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         if "error" in r:
             continue
@@ -329,7 +330,8 @@ def markdown(rows, args, machine: str) -> str:
                      f"{r['rss_raw_mb']:.0f} | {r['rss_design_mb']:.0f} | {r['rss_compiled_mb']:.0f} | "
                      f"{r['peak_run_mb']:.0f} | {over_raw:.0f} | {over_design:.0f} | {r['fit_cpu_s']:.2f} | "
                      f"{r['fit_s']:.2f} | {r['ident_cpu_s']:.2f} | {r['ident_s']:.2f} | "
-                     f"{r['ident_cpu_s'] / r['fit_cpu_s']:.2f} | {r['peak_ident_mb']:.0f} | {r['ident_method']}"
+                     f"{r['ident_cpu_s'] / r['fit_cpu_s']:.2f} | {r['rss_ident_start_mb']:.0f} | {r['peak_ident_mb']:.0f} | "
+                     f"{r['ident_method']}"
                      f"{', separated' if r['ident_separated'] else ''} |")
     lines += ["", "Goals (issue 37):"]
     for n in (100_000, 1_000_000):

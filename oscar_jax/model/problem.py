@@ -39,6 +39,8 @@ def _is_design(data) -> bool:
 
 def _given(load: dict) -> list[str]:
     """The reading keywords in ``load`` that ask for something other than the default."""
+    if not load:  # the usual call: no signature to read (a tenth of a plain-BT fit's time)
+        return []
     params = inspect.signature(load_judgments).parameters
     allowed = [k for k in params if k not in ("source", "keep_columns")]  # covariates name the kept columns
     unknown = [k for k in load if k not in allowed]
