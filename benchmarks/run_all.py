@@ -221,6 +221,11 @@ def collect_scaling(result, out: Outcome, quick: bool):
                 out.goals.append((f"default OSCAR fit at {n:,} records (C={r['n_cand']}) vs the fair scipy baseline",
                                   "≥ 5× (CPU)", f"{cpu:.1f}× CPU, {min(b['wall_s'] for b in bases) / r['fit_s']:.1f}× wall",
                                   cpu >= 5))
+    for r in (r for r in rows if r["n_records"] >= 1_000_000 and "ident_cpu_s" in r):
+        ratio = r["ident_cpu_s"] / r["fit_cpu_s"]
+        out.goals.append((f"identification check at {r['n_records']:,} records (C={r['n_cand']}) ÷ the fit's CPU",
+                          "≤ 0.5×, peak not raised", f"{ratio:.2f}×; peak {r['peak_ident_mb']:.0f} vs the fit's "
+                          f"{r['peak_run_mb']:.0f} MB", ratio <= 0.5 and r["peak_ident_mb"] <= r["peak_run_mb"]))
     if quick and not any(r["n_records"] >= 1_000_000 for r in rows):
         out.goals.append(("default OSCAR fit at 10⁶ records vs the fair scipy baseline", "≥ 5×", "not run (--quick)", None))
 
