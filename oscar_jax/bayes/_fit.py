@@ -65,8 +65,8 @@ def _progress_wanted(show_progress: bool | None) -> bool:
     return os.environ.get("OSCAR_PROGRESS") not in ("0", "false", "no", "")
 
 
-def point_fit_flags(problem, seed: int) -> tuple[str | None, object]:
-    """(separation note or None, γ̄ weights) of the penalized point fit, for a posterior.
+def point_fit_flags(point) -> tuple[str | None, object]:
+    """(separation note or None, γ̄ weights) of the penalized point fit ``point``, for a posterior.
 
     The note: where the likelihood keeps
     rising towards ±∞ the N(0, 1/λ) prior alone bounds the posterior, so the intervals of
@@ -77,7 +77,6 @@ def point_fit_flags(problem, seed: int) -> tuple[str | None, object]:
     separation check, and its :attr:`~oscar_jax.results.fit.FitResult.gbar_weights` the
     judges every draw's γ̄ averages, so the posterior's x = γ̄·s is the fit's estimand.
     """
-    point = fit(problem, starts=1, seed=int(seed), warn=False)
     ident = point.identification
     if not ident.separated_quantities:
         return None, point.gbar_weights
@@ -88,7 +87,7 @@ def point_fit_flags(problem, seed: int) -> tuple[str | None, object]:
 
 def separation_note(problem, seed: int) -> str | None:
     """The separation note of :func:`point_fit_flags` alone."""
-    return point_fit_flags(problem, seed)[0]
+    return point_fit_flags(fit(problem, starts=1, seed=int(seed), warn=False))[0]
 
 
 def fit_bayes(data, model: str | ModelSpec | None = None, *, prompt_effect: bool | str | None = None, priors: Priors | None = None,
@@ -230,7 +229,8 @@ def fit_bayes(data, model: str | ModelSpec | None = None, *, prompt_effect: bool
         notes.append(f"prompt effect ({'prompt × candidate' if kind == 'candidate' else 'slot shift'}): "
                      "q is averaged over prompts (E_z σ(h + γ̄ σ_u z)); s, γ, κ, β are on the "
                      "prompt-conditional scale, larger in magnitude than the point fit's")
-    note, gbar_weights = point_fit_flags(problem, seed)
+    point = fit(problem, starts=1, seed=int(seed), warn=False)  # its flags, its γ̄ judges and init="fit"'s start
+    note, gbar_weights = point_fit_flags(point)
     if note:
         notes.append(note)
     keep = (design.n_clusters <= MAX_STORED_PROMPTS) if keep_prompt_effects is None else bool(keep_prompt_effects)
@@ -248,7 +248,7 @@ def fit_bayes(data, model: str | ModelSpec | None = None, *, prompt_effect: bool
         warm = {"init": values, "inverse_mass": mass}
     elif init == "fit":
         values, mass, info = fit_start(problem, md=md, mask=mask, n_clusters=n_clusters, chains=settings.chains,
-                                       seed=int(seed))
+                                       seed=int(seed), point=point)
         warm = {"init": values, "inverse_mass": mass}
     with progress_reporter(settings, desc=f"NUTS {eff.name}"):
         out = sample_posterior_jit(jax.random.PRNGKey(int(seed)), md, layout=layout, n_clusters=n_clusters,

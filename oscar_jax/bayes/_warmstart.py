@@ -87,17 +87,19 @@ _LOG_SIGMA_START = 1.0
 
 
 def fit_start(problem: Problem, *, md: ModelData, mask, n_clusters: int | None, chains: int,
-              seed: int) -> tuple[dict, dict, dict]:
+              seed: int, point=None) -> tuple[dict, dict, dict]:
     """Initial values (one per chain) and inverse-mass seed from the penalized point fit.
 
     θ starts at draws from N(θ̂, Σ̂) in the sampling coordinates w (log γ coordinates
     through the Jacobian of :func:`theta_from_unconstrained` at θ̂), Σ̂ the cluster
     sandwich covariance of the free coordinates (the model-based one where the sandwich
     is not available). The key is folded from ``seed`` apart from the NUTS key.
+    ``point``: that fit when the caller has it already (``fit_bayes`` does), else it is run here.
     Returns ``(init, inverse_mass, info)`` as :func:`svi_start`.
     """
     t0 = time.perf_counter()
-    point = fit(problem, starts=1, seed=int(seed), warn=False)
+    if point is None:
+        point = fit(problem, starts=1, seed=int(seed), warn=False)
     free = np.flatnonzero(np.asarray(mask) > 0)
     theta = jnp.asarray(np.asarray(point.theta)[free])
     w = unconstrained_from_theta(theta, md.is_log_gamma)
