@@ -39,7 +39,7 @@ from .model.problem import Problem, prepare
 from .model.spec import ModelSpec
 from .results.fit import FitResult
 from .results.plan import PlanResult, plan_summary
-from .runtime.validate import OscarInputError, check_positive_int, resolve_name
+from .runtime.validate import OscarInputError, check_positive_int, check_seed, resolve_name
 
 __all__ = ["Candidates", "allocate", "candidate_judgments", "place_judgments", "plan", "spread_over_prompts"]
 
@@ -242,7 +242,7 @@ def plan(data, model: str | ModelSpec | None = None, *, budget, target="top1", c
     explore = check_explore(explore)
     target = parse_target(target)
     costs = parse_costs(costs)
-    seed = check_positive_int("seed", seed, minimum=0)
+    seed = check_seed("seed", seed)
     draws = check_positive_int("draws", draws, minimum=100)
     from_fit = isinstance(data, FitResult)
     if from_fit:

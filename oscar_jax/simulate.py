@@ -280,11 +280,11 @@ def simulate_frame(seed: int = 0, n_prompts: int = 2000, params: SimParams = TAB
     the generator's L_g; the design then rescales by the sample s_L, as it would for real
     data. Use :func:`simulate` for the exact Appendix G covariate.
     """
-    from .runtime.validate import check_positive_int
+    from .runtime.validate import check_positive_int, check_seed
 
     # Checked here, not in the jitted generator: a negative count would end in a JAX shape error.
     n_prompts = check_positive_int("n_prompts", n_prompts, minimum=2)
-    seed = check_positive_int("seed", seed, minimum=0)
+    seed = check_seed("seed", seed)
     data = jax.tree_util.tree_map(np.asarray, simulate_jit(jax.random.PRNGKey(seed), n_prompts, params))
     arr = data.arrays
     base = 200.0

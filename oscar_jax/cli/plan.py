@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ..model.plan_request import (EXPLORE, OUTPUT_SUFFIXES, TARGET_HELP, check_budget, check_explore, check_model,
                                   parse_costs, parse_target)
-from ..runtime.validate import OscarInputError, check_ci_prob, check_positive_int
+from ..runtime.validate import OscarInputError, check_ci_prob
 from .common import MODELS_HELP, add_ci_prob, add_data_arguments, add_ridge, emit, emit_json, problem_from_args, seed_arg
 
 DESCRIPTIONS = {
@@ -74,7 +74,6 @@ def run(args) -> int:
     explore = check_explore(args.explore)
     target = parse_target(args.target)
     costs = parse_costs(args.judges)
-    seed = check_positive_int("--seed", args.seed, minimum=0)
     ci_prob = check_ci_prob(args.ci_prob)
     out = _check_out(args.plan_out)
     if args.prompts is not None and not Path(args.prompts).exists():
@@ -86,7 +85,7 @@ def run(args) -> int:
     from ..plan import plan
     from ..report.plan_text import plan_text
 
-    result = plan(problem, budget=budget, target=target, costs=costs, prompts=pool, seed=seed, explore=explore,
+    result = plan(problem, budget=budget, target=target, costs=costs, prompts=pool, seed=args.seed, explore=explore,
                   ci_prob=ci_prob)
     if out is not None:
         result.write(out)
