@@ -58,14 +58,14 @@ def run(args) -> dict:
     path = Path(args.data) if args.data else shared_data_dir() / "xu2026" / "judge_results_10k_mtbench.json"
     design = as_design(path, reference_judge=REFERENCE_JUDGE)
     kwargs = {k: v for k, v in (("chains", args.chains), ("warmup", args.warmup), ("draws", args.draws),
-                                ("init", args.init)) if v is not None}
+                                ("init", args.init), ("target_accept", args.target_accept)) if v is not None}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", BayesWarning)  # the record holds the diagnostics
         t1, c1 = time.perf_counter(), _cpu()
         post = fit_bayes(design, "oscar", seed=args.seed, show_progress=False, **kwargs)
         wall_fit, cpu_fit = time.perf_counter() - t1, _cpu() - c1
     d = post.diagnostics
-    x, qf, kappa = post.draws("x"), post.draws("q_field"), post.draws("kappa")
+    x, qf, kappa = post.population("x"), post.draws("q_field"), post.population("kappa")
     best = np.argmax(x, axis=-1)                         # (chains, draws) index of the best candidate
     cands = list(design.candidates)
     pbest = {}
@@ -127,6 +127,7 @@ def main(argv=None) -> int:
     parser.add_argument("--warmup", type=int, default=None)
     parser.add_argument("--draws", type=int, default=None)
     parser.add_argument("--init", default=None, help="fit_bayes init= (default: fit_bayes's default)")
+    parser.add_argument("--target-accept", type=float, default=None, help="fit_bayes target_accept=")
     parser.add_argument("--compare", nargs=2, type=Path, default=None, metavar=("BEFORE", "AFTER"))
     args = parser.parse_args(argv)
     if args.compare:

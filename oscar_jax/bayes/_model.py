@@ -30,7 +30,8 @@ from ..runtime.validate import OscarInputError
 
 __all__ = ["Priors", "ModelData", "CandidateEffectIndex", "PROMPT_EFFECTS", "oscar_model", "prompt_loss",
            "prompt_candidate_loss", "prompt_candidate_index", "candidate_effects", "prompt_prior", "model_data",
-           "prior_scales", "theta_from_unconstrained", "unconstrained_from_theta", "effect_kind"]
+           "prior_scales", "theta_from_unconstrained", "unconstrained_from_theta", "effect_kind",
+           "model_coordinates", "sampler_coordinates"]
 
 # Prompt random effects: "candidate" is s_{i,g} = s_i + σ_u u_{g,i} (prompt × candidate);
 # "slot" is the older single shift σ_u z_g of the slot-A score per prompt, kept for comparison.
@@ -125,6 +126,11 @@ class CandidateEffectIndex(NamedTuple):
     occ_last : (O,) int32 last occurrence of the same prompt.
     occ_rank : (O,) float position r of the occurrence within its prompt (0, 1, …).
     zeta_slot : (O − G,) int32 occurrences with r ≥ 1, each holding one ζ coordinate.
+    full_zeta : (G_F, C − 1) int32 positions in ζ of the prompts that show every candidate
+        (row: prompt, column: Helmert coordinate), or None when fewer than two do
+        (:func:`model_coordinates`).
+    u_free : (C − 1,) int32 positions of the score coordinates u in the free θ vector
+        (None with ``full_zeta``).
     """
 
     pair_occ_a: jax.Array
@@ -132,10 +138,16 @@ class CandidateEffectIndex(NamedTuple):
     occ_last: jax.Array
     occ_rank: jax.Array
     zeta_slot: jax.Array
+    full_zeta: jax.Array | None = None
+    u_free: jax.Array | None = None
 
 
-def prompt_candidate_index(arrays: DesignArrays) -> CandidateEffectIndex:
-    """:class:`CandidateEffectIndex` of a design (numpy; the arrays must be concrete)."""
+def prompt_candidate_index(arrays: DesignArrays, u_free=None) -> CandidateEffectIndex:
+    """:class:`CandidateEffectIndex` of a design (numpy; the arrays must be concrete).
+
+    ``u_free``: positions of the score coordinates u in the free θ vector; with it, the
+    prompts that show every candidate get the centred mean (:func:`model_coordinates`).
+    """
     g = np.asarray(arrays.pair_g, np.int64)
     cell = np.asarray(arrays.pair_cell, np.int64)
     ca, cb = np.asarray(arrays.a, np.int64)[cell], np.asarray(arrays.b, np.int64)[cell]
@@ -147,11 +159,66 @@ def prompt_candidate_index(arrays: DesignArrays) -> CandidateEffectIndex:
     last = np.searchsorted(occ_g, occ_g, side="right") - 1
     rank = np.arange(len(occ)) - first
     p = len(g)
+    slots = np.flatnonzero(rank > 0)
+    full_zeta = None
+    if u_free is not None and len(u_free) == n_cand - 1 and n_cand > 1:
+        # ζ position of each slot occurrence; a prompt that shows all n_cand candidates holds
+        # its n_cand − 1 coordinates in candidate order, the order of u's Helmert columns
+        pos = np.full(len(occ), -1)
+        pos[slots] = np.arange(len(slots))
+        size = last - first + 1
+        starts = np.flatnonzero((rank == 0) & (size == n_cand))
+        if len(starts) >= 2:
+            full_zeta = pos[starts[:, None] + np.arange(1, n_cand)[None, :]]
     return CandidateEffectIndex(pair_occ_a=jnp.asarray(inverse[:p], jnp.int32),
                                 pair_occ_b=jnp.asarray(inverse[p:], jnp.int32),
                                 occ_last=jnp.asarray(last, jnp.int32),
                                 occ_rank=jnp.asarray(rank, jnp.float64),
-                                zeta_slot=jnp.asarray(np.flatnonzero(rank > 0), jnp.int32))
+                                zeta_slot=jnp.asarray(slots, jnp.int32),
+                                full_zeta=None if full_zeta is None else jnp.asarray(full_zeta, jnp.int32),
+                                u_free=None if full_zeta is None else jnp.asarray(u_free, jnp.int32))
+
+
+def _prompt_basis(n: int) -> np.ndarray:
+    """(n, n) orthogonal [1/√n, Helmert(n)]: column 0 the mean direction, the rest zero-sum."""
+    from ..model.params import helmert
+
+    return np.concatenate([np.full((n, 1), 1.0 / math.sqrt(n)), helmert(n)], axis=1)
+
+
+def model_coordinates(w, sigma, z, index: CandidateEffectIndex | None, is_log_gamma):
+    """The model's θ (free coordinates) and ζ from the sampler's coordinates (w, σ_u, z).
+
+    Where two or more prompts show every candidate, shifting every score by δ and each of
+    those prompts' effects by −δ leaves their likelihood unchanged: u moves only together
+    with the mean of their ζ, a ridge that NUTS crosses slowly. The sampler therefore holds,
+    in u's place, m = u + σ_u ζ̄ (the scores averaged over those prompts, which the data
+    fix), and their ζ in the orthogonal basis of :func:`_prompt_basis` over prompts: z's
+    first row is √G_F ζ̄, the others the zero-sum deviations. An orthogonal map keeps z
+    iid N(0, 1) and (m, z) → (u, z) is a shear, so the posterior of (θ, σ_u, ζ) is the
+    same one; only the coordinates NUTS moves in change.
+    """
+    theta = theta_from_unconstrained(w, is_log_gamma)
+    if index is None or index.full_zeta is None:
+        return theta, z
+    n_full = index.full_zeta.shape[0]  # static
+    block = z[..., index.full_zeta]                                    # (…, G_F, C − 1)
+    zeta_full = jnp.einsum("gh,...hc->...gc", jnp.asarray(_prompt_basis(n_full)), block)
+    zeta = z.at[..., index.full_zeta].set(zeta_full)
+    u = theta[..., index.u_free] - jnp.asarray(sigma)[..., None] * block[..., 0, :] / math.sqrt(n_full)
+    return theta.at[..., index.u_free].set(u), zeta
+
+
+def sampler_coordinates(theta, sigma, zeta, index: CandidateEffectIndex | None, is_log_gamma):
+    """Inverse of :func:`model_coordinates`: (w, z) from the model's θ (free), σ_u and ζ."""
+    if index is None or index.full_zeta is None:
+        return unconstrained_from_theta(theta, is_log_gamma), zeta
+    n_full = index.full_zeta.shape[0]
+    zeta_full = zeta[..., index.full_zeta]
+    block = jnp.einsum("hg,...hc->...gc", jnp.asarray(_prompt_basis(n_full)), zeta_full)  # basisᵀ ζ
+    z = zeta.at[..., index.full_zeta].set(block)
+    m = theta[..., index.u_free] + jnp.asarray(sigma)[..., None] * block[..., 0, :] / math.sqrt(n_full)
+    return unconstrained_from_theta(theta.at[..., index.u_free].set(m), is_log_gamma), z
 
 
 def candidate_effects(zeta, index: CandidateEffectIndex):
@@ -224,7 +291,16 @@ def model_data(arrays: DesignArrays, mask, priors: Priors, layout: Layout, *, pr
                      prior_sd=jnp.asarray(sd, jnp.float64),
                      sigma_scale=jnp.asarray(float(priors.sigma_prompt), jnp.float64),
                      is_log_gamma=jnp.asarray(is_v[free]),
-                     occ=prompt_candidate_index(arrays) if kind == "candidate" else None)
+                     occ=prompt_candidate_index(arrays, _u_free(free, layout)) if kind == "candidate" else None)
+
+
+def _u_free(free: np.ndarray, layout: Layout):
+    """Positions of the score coordinates u in the free θ vector (None unless all are free)."""
+    if "u" not in layout.theta_blocks:
+        return None
+    u = np.arange(layout.n_theta)[layout.theta_blocks["u"]]
+    pos = np.searchsorted(free, u)
+    return pos if np.all(pos < len(free)) and np.array_equal(free[np.minimum(pos, len(free) - 1)], u) else None
 
 
 # Sampling coordinates of log γ. A judge whose data barely separate γ_k from 0 has a log γ_k
@@ -345,22 +421,29 @@ def oscar_model(data: ModelData, *, layout: Layout, n_clusters: int | None = Non
     which effect is sampled is read from ``data.occ``.
     """
     w = numpyro.sample("theta", dist.ImproperUniform(dist.constraints.real_vector, (), data.prior_sd.shape))
-    theta_free = theta_from_unconstrained(w, data.is_log_gamma)
-    prior = dist.Normal(jnp.zeros_like(data.prior_sd), data.prior_sd).log_prob(theta_free)
-    numpyro.factor("prior", jnp.sum(prior) + _log_jacobian(w, data.is_log_gamma))
-    theta = jnp.zeros(layout.n_theta, theta_free.dtype).at[data.free].set(theta_free)
     if n_clusters is None:
+        theta = _prior(w, theta_from_unconstrained(w, data.is_log_gamma), data, layout)
         numpyro.factor("loglik", -loss_value(theta, data.arrays, data.stats, layout))
         return
     sigma = numpyro.sample("sigma_prompt", dist.HalfNormal(data.sigma_scale))
     if data.occ is not None:
         n_zeta = data.occ.zeta_slot.shape[0]  # static under jit
-        zeta = numpyro.sample("z_prompt", dist.Normal(jnp.zeros(n_zeta), 1.0).to_event(1))
+        z = numpyro.sample("z_prompt", dist.Normal(jnp.zeros(n_zeta), 1.0).to_event(1))
+        theta_free, zeta = model_coordinates(w, sigma, z, data.occ, data.is_log_gamma)
+        theta = _prior(w, theta_free, data, layout)
         effect = sigma * candidate_effects(zeta, data.occ)
         numpyro.factor("loglik", -prompt_candidate_loss(theta, effect, data.arrays, data.stats, layout, data.occ))
         return
+    theta = _prior(w, theta_from_unconstrained(w, data.is_log_gamma), data, layout)
     z = numpyro.sample("z_prompt", prompt_prior(n_clusters))
     numpyro.factor("loglik", -prompt_loss(theta, sigma * z, data.arrays, data.stats, layout))
+
+
+def _prior(w, theta_free, data: ModelData, layout: Layout):
+    """Add θ's prior (with log γ's Jacobian) as a factor; return the full θ vector."""
+    prior = dist.Normal(jnp.zeros_like(data.prior_sd), data.prior_sd).log_prob(theta_free)
+    numpyro.factor("prior", jnp.sum(prior) + _log_jacobian(w, data.is_log_gamma))
+    return jnp.zeros(layout.n_theta, theta_free.dtype).at[data.free].set(theta_free)
 
 
 def prompt_prior(n_clusters: int):

@@ -30,7 +30,7 @@ from ..model.params import Layout
 from ..runtime.progress import progress
 from ..infer.sandwich import field_probability, targets
 from ..runtime.validate import OscarInputError, check_positive_int
-from ._model import ModelData, oscar_model, prompt_prior, theta_from_unconstrained
+from ._model import ModelData, model_coordinates, oscar_model, prompt_prior
 
 __all__ = ["NutsSettings", "Draws", "sample_posterior", "sample_posterior_jit", "sample_many", "posterior_targets",
            "PosteriorTargets", "marginal_win_prob", "INIT_RADIUS", "QUAD_NODES"]
@@ -226,7 +226,8 @@ def sample_posterior(key, data: ModelData, *, layout: Layout, n_clusters: int | 
     else:
         sigma = biject_to(constraints.positive)(z["sigma_prompt"])
         zp = z["z_prompt"] if n_zeta is not None else biject_to(prompt_prior(n_clusters).support)(z["z_prompt"])
-    return Draws(theta=theta_from_unconstrained(z["theta"], data.is_log_gamma), sigma=sigma,
+    theta, zp = model_coordinates(z["theta"], sigma, zp, data.occ, data.is_log_gamma)
+    return Draws(theta=theta, sigma=sigma,
                  z=zp, diverging=div, n_steps=steps, accept=acc,
                  energy=energy, potential=pe, step_size=step)
 
