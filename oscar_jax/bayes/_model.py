@@ -24,7 +24,7 @@ import numpyro.distributions as dist
 
 from ..infer.derivatives import loss_value
 from ..model.design import DesignArrays
-from ..model.likelihood import local_index, local_loss
+from ..model.likelihood import local_index, shifted_loss
 from ..model.params import Layout
 from ..runtime.validate import OscarInputError
 
@@ -385,16 +385,12 @@ def prompt_candidate_loss(theta, effect, arrays: DesignArrays, pair_stats, layou
 
 
 def _pair_loss(theta, shift_a, shift_b, arrays: DesignArrays, pair_stats, layout: Layout):
-    """Σ_p local_loss with the pair's s_a (slot 0) and s_b (slot 1) shifted by (P,) arrays."""
-    if layout.local_slots[:2] != ("s_a", "s_b"):  # the shifts below rely on this slot order
-        raise AssertionError(f"unexpected local slot order {layout.local_slots}")
+    """Σ_p local loss of the pair's cell with s_a (slot 0) and s_b (slot 1) shifted by (P,) arrays
+    (``model.shifted_loss``: the cell's η once, plus γ_k times the pair's shift of s_a − s_b)."""
     phi = jnp.asarray(layout.jacobian) @ theta
-    idx = local_index(layout, arrays.a, arrays.b, arrays.k)[arrays.pair_cell]
-    ploc = phi[idx].at[:, 0].add(shift_a)
-    if shift_b is not None:
-        ploc = ploc.at[:, 1].add(shift_b)
-    per_pair = jax.vmap(lambda p, z, s: local_loss(p, z, s, layout))(ploc, arrays.z[arrays.pair_cell], pair_stats)
-    return jnp.sum(per_pair)
+    ploc = phi[local_index(layout, arrays.a, arrays.b, arrays.k)].T          # (n_local, C_)
+    shift = shift_a if shift_b is None else shift_a - shift_b
+    return shifted_loss(ploc, arrays.z.T, arrays.pair_cell, shift, pair_stats.T, layout)
 
 
 def oscar_model(data: ModelData, *, layout: Layout, n_clusters: int | None = None):
