@@ -2,10 +2,10 @@
 
 The predictor is not written here. The plain model adds the point fit's summed negative
 log quasi-likelihood ``derivatives.loss_value`` (fractional ties or Davidson, at cell
-statistics) through ``numpyro.factor``; the prompt random effect evaluates the same
-``model.local_loss`` once per (prompt, cell) pair with the slot-A score shifted by
-σ_u z_g, so η = γ_k (s_a − s_b + σ_u z_g) + bias comes from the one formula in
-``model.local_eta``. With a Normal(0, 1/λ) prior on every free coordinate the log
+statistics) through ``numpyro.factor``; the prompt random effect evaluates
+``model.shifted_loss`` over the (prompt, cell) pairs: each cell's η from the one formula in
+``model.local_eta``, plus γ_k times the pair's shift of s_a − s_b, so
+η = γ_k (s_a − s_b + σ_u z_g) + bias. With a Normal(0, 1/λ) prior on every free coordinate the log
 posterior is minus the penalized objective of Eq. 4, so the posterior mode is the point
 fit's θ̂ (the v bound |v_k| ≤ 15 lies 3.4 prior sds out and is not imposed).
 """
@@ -358,7 +358,7 @@ def _log_jacobian(w, is_log_gamma):
 
 
 def prompt_loss(theta, shift, arrays: DesignArrays, pair_stats, layout: Layout):
-    """Σ over (prompt, cell) pairs of ``local_loss`` with s_a shifted by ``shift[g]``.
+    """Σ over (prompt, cell) pairs of the cell's loss with s_a shifted by ``shift[g]``.
 
     η_p = γ_k (s_a + shift_g − s_b) + bias: the prompt random effect enters as a change
     of the slot-A score in the local parameter vector, so the predictor (fractional
@@ -376,7 +376,7 @@ def prompt_loss(theta, shift, arrays: DesignArrays, pair_stats, layout: Layout):
 
 def prompt_candidate_loss(theta, effect, arrays: DesignArrays, pair_stats, layout: Layout,
                           index: CandidateEffectIndex):
-    """Σ over (prompt, cell) pairs of ``local_loss`` at s_{a,g} = s_a + effect[occ(g, a)], same for b.
+    """Σ over (prompt, cell) pairs of the cell's loss at s_{a,g} = s_a + effect[occ(g, a)], same for b.
 
     ``effect`` is the (O,) σ_u u of every (prompt, candidate) occurrence
     (:func:`candidate_effects`); the predictor is the one in ``model.local_eta``.
