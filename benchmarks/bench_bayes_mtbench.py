@@ -21,6 +21,7 @@ import resource
 import sys
 import time
 import warnings
+from contextlib import nullcontext
 from pathlib import Path
 
 import numpy as np
@@ -51,21 +52,25 @@ def _summary(draws: np.ndarray, names) -> dict:
 
 def run(args) -> dict:
     load0, t0, c0 = os.getloadavg(), time.perf_counter(), _cpu()
-    from oscar_jax.bayes import BayesWarning, fit_bayes
-    from oscar_jax.model.problem import as_design
     from oscar_jax.io.data import shared_data_dir
+    from oscar_jax.model.problem import as_design
+    from oscar_jax.runtime.cpu_threads import one_thread_cpu_backend
 
     path = Path(args.data) if args.data else shared_data_dir() / "xu2026" / "judge_results_10k_mtbench.json"
-    design = as_design(path, reference_judge=REFERENCE_JUDGE)
+    # as `oscar bayes` does: the backend starts with one intra-op thread (--cpu-threads all: XLA's pool)
+    with one_thread_cpu_backend() if args.cpu_threads == "one" else nullcontext():
+        design = as_design(path, reference_judge=REFERENCE_JUDGE)
+    from oscar_jax.bayes import BayesWarning, fit_bayes
+
     kwargs = {k: v for k, v in (("chains", args.chains), ("warmup", args.warmup), ("draws", args.draws),
-                                ("init", args.init)) if v is not None}
+                                ("init", args.init), ("target_accept", args.target_accept)) if v is not None}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", BayesWarning)  # the record holds the diagnostics
         t1, c1 = time.perf_counter(), _cpu()
         post = fit_bayes(design, "oscar", seed=args.seed, show_progress=False, **kwargs)
         wall_fit, cpu_fit = time.perf_counter() - t1, _cpu() - c1
     d = post.diagnostics
-    x, qf, kappa = post.draws("x"), post.draws("q_field"), post.draws("kappa")
+    x, qf, kappa = post.population("x"), post.draws("q_field"), post.population("kappa")
     best = np.argmax(x, axis=-1)                         # (chains, draws) index of the best candidate
     cands = list(design.candidates)
     pbest = {}
@@ -76,7 +81,7 @@ def run(args) -> dict:
         pbest[c] = {"p": p, "mcse": float(np.sqrt(p * (1 - p) / max(ess, 1.0)))}
     judges = list(design.judges)
     return {
-        "label": args.label, "settings": {**kwargs, "seed": args.seed},
+        "label": args.label, "settings": {**kwargs, "seed": args.seed, "cpu_threads": args.cpu_threads},
         "attrs": dict(post.idata.posterior.attrs) if hasattr(post.idata.posterior, "attrs") else {},
         "cpu_s_total": _cpu() - c0, "wall_s_total": time.perf_counter() - t0,
         "cpu_s_fit_bayes": cpu_fit, "wall_s_fit_bayes": wall_fit,
@@ -127,6 +132,9 @@ def main(argv=None) -> int:
     parser.add_argument("--warmup", type=int, default=None)
     parser.add_argument("--draws", type=int, default=None)
     parser.add_argument("--init", default=None, help="fit_bayes init= (default: fit_bayes's default)")
+    parser.add_argument("--target-accept", type=float, default=None, help="fit_bayes target_accept=")
+    parser.add_argument("--cpu-threads", choices=["one", "all"], default="one",
+                        help="XLA's CPU intra-op pool: one thread as `oscar bayes` starts it (default), or all CPUs")
     parser.add_argument("--compare", nargs=2, type=Path, default=None, metavar=("BEFORE", "AFTER"))
     args = parser.parse_args(argv)
     if args.compare:

@@ -161,3 +161,69 @@ def test_simparams_rejects_bad_prompt_candidate_settings():
         SimParams(candidates_per_prompt=9)
     with pytest.raises(ValueError, match="prompt_candidate_sd"):
         SimParams(prompt_candidate_sd=-1.0)
+
+
+@pytest.fixture(scope="module")
+def full():
+    """Every prompt shows all 5 candidates (as on MT-Bench), plus a simulated effect."""
+    params = SimParams(s=(-0.6, -0.3, 0.0, 0.3, 0.6), candidates_per_prompt=5, prompt_candidate_sd=0.4, rho=0.0)
+    return _design(seed=3, n_prompts=12, params=params)
+
+
+def _full_data(design):
+    layout = _layout(design)
+    mask = np.asarray(oj.infer.selection.column_mask(design.arrays, design.arrays.stats, layout))
+    priors = oj.bayes.Priors().resolved(0.05)
+    return model_data(design.arrays, mask, priors, layout, prompt_effect=True), layout
+
+
+def test_prompts_showing_every_candidate_get_the_centred_mean(full, multi):
+    md, layout = _full_data(full)
+    assert md.occ.full_zeta.shape == (full.n_clusters, 4)                   # every prompt, C − 1 coordinates
+    u = np.arange(layout.n_theta)[layout.theta_blocks["u"]]
+    np.testing.assert_array_equal(np.asarray(md.free)[np.asarray(md.occ.u_free)], u)
+    # ζ positions are each used once, in candidate order within a prompt
+    pos = np.asarray(md.occ.full_zeta)
+    assert len(np.unique(pos)) == pos.size and np.all(np.diff(pos, axis=1) == 1)
+    assert _full_data(multi)[0].occ.full_zeta is None                    # 4 of 8 candidates per prompt: no ridge
+
+
+def test_model_and_sampler_coordinates_are_inverse(full):
+    from oscar_jax.bayes import model_coordinates, sampler_coordinates
+
+    md, _ = _full_data(full)
+    k1, k2 = jax.random.split(jax.random.PRNGKey(4))
+    w = jax.random.normal(k1, (3, md.free.shape[0]))
+    z = jax.random.normal(k2, (3, md.occ.zeta_slot.shape[0]))
+    sigma = jnp.array([0.2, 0.7, 1.5])
+    theta, zeta = model_coordinates(w, sigma, z, md.occ, md.is_log_gamma)
+    assert not np.allclose(theta, w) and not np.allclose(zeta, z)          # the map does something
+    w2, z2 = sampler_coordinates(theta, sigma, zeta, md.occ, md.is_log_gamma)
+    np.testing.assert_allclose(w2, w, atol=1e-12)
+    np.testing.assert_allclose(z2, z, atol=1e-12)
+
+
+def test_centred_mean_is_the_same_posterior(full):
+    """The sampler's density at (w, σ, z) is the old coordinates' density at the mapped point:
+    an orthogonal map of z and a shear of u have Jacobian 1. A map that forgets the shear differs."""
+    from numpyro.infer.util import potential_energy
+
+    from oscar_jax.bayes import model_coordinates, oscar_model, unconstrained_from_theta
+
+    md, layout = _full_data(full)
+    old = md._replace(occ=md.occ._replace(full_zeta=None, u_free=None))
+    model = lambda d: oscar_model(d, layout=layout, n_clusters=full.n_clusters)  # noqa: E731
+    key = jax.random.PRNGKey(5)
+    for i in range(3):
+        k1, k2, key = jax.random.split(key, 3)
+        w = 0.5 * jax.random.normal(k1, (md.free.shape[0],))
+        z = jax.random.normal(k2, (md.occ.zeta_slot.shape[0],))
+        log_sigma = jnp.log(0.3 + 0.5 * i)
+        theta, zeta = model_coordinates(w, jnp.exp(log_sigma), z, md.occ, md.is_log_gamma)
+        new_pe = potential_energy(model, (md,), {}, {"theta": w, "sigma_prompt": log_sigma, "z_prompt": z})
+        old_pe = potential_energy(model, (old,), {}, {"theta": unconstrained_from_theta(theta, md.is_log_gamma),
+                                                      "sigma_prompt": log_sigma, "z_prompt": zeta})
+        np.testing.assert_allclose(new_pe, old_pe, rtol=1e-10)
+        # negative control: ζ mapped but u left at m
+        wrong = potential_energy(model, (old,), {}, {"theta": w, "sigma_prompt": log_sigma, "z_prompt": zeta})
+        assert abs(float(wrong - old_pe)) > 1e-3

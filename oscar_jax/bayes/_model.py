@@ -2,10 +2,10 @@
 
 The predictor is not written here. The plain model adds the point fit's summed negative
 log quasi-likelihood ``derivatives.loss_value`` (fractional ties or Davidson, at cell
-statistics) through ``numpyro.factor``; the prompt random effect evaluates the same
-``model.local_loss`` once per (prompt, cell) pair with the slot-A score shifted by
-σ_u z_g, so η = γ_k (s_a − s_b + σ_u z_g) + bias comes from the one formula in
-``model.local_eta``. With a Normal(0, 1/λ) prior on every free coordinate the log
+statistics) through ``numpyro.factor``; the prompt random effect evaluates
+``model.shifted_loss`` over the (prompt, cell) pairs: each cell's η from the one formula in
+``model.local_eta``, plus γ_k times the pair's shift of s_a − s_b, so
+η = γ_k (s_a − s_b + σ_u z_g) + bias. With a Normal(0, 1/λ) prior on every free coordinate the log
 posterior is minus the penalized objective of Eq. 4, so the posterior mode is the point
 fit's θ̂ (the v bound |v_k| ≤ 15 lies 3.4 prior sds out and is not imposed).
 """
@@ -24,13 +24,14 @@ import numpyro.distributions as dist
 
 from ..infer.derivatives import loss_value
 from ..model.design import DesignArrays
-from ..model.likelihood import local_index, local_loss
+from ..model.likelihood import local_index, shifted_loss
 from ..model.params import Layout
 from ..runtime.validate import OscarInputError
 
 __all__ = ["Priors", "ModelData", "CandidateEffectIndex", "PROMPT_EFFECTS", "oscar_model", "prompt_loss",
            "prompt_candidate_loss", "prompt_candidate_index", "candidate_effects", "prompt_prior", "model_data",
-           "prior_scales", "theta_from_unconstrained", "unconstrained_from_theta", "effect_kind"]
+           "prior_scales", "theta_from_unconstrained", "unconstrained_from_theta", "effect_kind",
+           "model_coordinates", "sampler_coordinates"]
 
 # Prompt random effects: "candidate" is s_{i,g} = s_i + σ_u u_{g,i} (prompt × candidate);
 # "slot" is the older single shift σ_u z_g of the slot-A score per prompt, kept for comparison.
@@ -125,6 +126,11 @@ class CandidateEffectIndex(NamedTuple):
     occ_last : (O,) int32 last occurrence of the same prompt.
     occ_rank : (O,) float position r of the occurrence within its prompt (0, 1, …).
     zeta_slot : (O − G,) int32 occurrences with r ≥ 1, each holding one ζ coordinate.
+    full_zeta : (G_F, C − 1) int32 positions in ζ of the prompts that show every candidate
+        (row: prompt, column: Helmert coordinate), or None when fewer than two do
+        (:func:`model_coordinates`).
+    u_free : (C − 1,) int32 positions of the score coordinates u in the free θ vector
+        (None with ``full_zeta``).
     """
 
     pair_occ_a: jax.Array
@@ -132,10 +138,16 @@ class CandidateEffectIndex(NamedTuple):
     occ_last: jax.Array
     occ_rank: jax.Array
     zeta_slot: jax.Array
+    full_zeta: jax.Array | None = None
+    u_free: jax.Array | None = None
 
 
-def prompt_candidate_index(arrays: DesignArrays) -> CandidateEffectIndex:
-    """:class:`CandidateEffectIndex` of a design (numpy; the arrays must be concrete)."""
+def prompt_candidate_index(arrays: DesignArrays, u_free=None) -> CandidateEffectIndex:
+    """:class:`CandidateEffectIndex` of a design (numpy; the arrays must be concrete).
+
+    ``u_free``: positions of the score coordinates u in the free θ vector; with it, the
+    prompts that show every candidate get the centred mean (:func:`model_coordinates`).
+    """
     g = np.asarray(arrays.pair_g, np.int64)
     cell = np.asarray(arrays.pair_cell, np.int64)
     ca, cb = np.asarray(arrays.a, np.int64)[cell], np.asarray(arrays.b, np.int64)[cell]
@@ -147,11 +159,66 @@ def prompt_candidate_index(arrays: DesignArrays) -> CandidateEffectIndex:
     last = np.searchsorted(occ_g, occ_g, side="right") - 1
     rank = np.arange(len(occ)) - first
     p = len(g)
+    slots = np.flatnonzero(rank > 0)
+    full_zeta = None
+    if u_free is not None and len(u_free) == n_cand - 1 and n_cand > 1:
+        # ζ position of each slot occurrence; a prompt that shows all n_cand candidates holds
+        # its n_cand − 1 coordinates in candidate order, the order of u's Helmert columns
+        pos = np.full(len(occ), -1)
+        pos[slots] = np.arange(len(slots))
+        size = last - first + 1
+        starts = np.flatnonzero((rank == 0) & (size == n_cand))
+        if len(starts) >= 2:
+            full_zeta = pos[starts[:, None] + np.arange(1, n_cand)[None, :]]
     return CandidateEffectIndex(pair_occ_a=jnp.asarray(inverse[:p], jnp.int32),
                                 pair_occ_b=jnp.asarray(inverse[p:], jnp.int32),
                                 occ_last=jnp.asarray(last, jnp.int32),
                                 occ_rank=jnp.asarray(rank, jnp.float64),
-                                zeta_slot=jnp.asarray(np.flatnonzero(rank > 0), jnp.int32))
+                                zeta_slot=jnp.asarray(slots, jnp.int32),
+                                full_zeta=None if full_zeta is None else jnp.asarray(full_zeta, jnp.int32),
+                                u_free=None if full_zeta is None else jnp.asarray(u_free, jnp.int32))
+
+
+def _prompt_basis(n: int) -> np.ndarray:
+    """(n, n) orthogonal [1/√n, Helmert(n)]: column 0 the mean direction, the rest zero-sum."""
+    from ..model.params import helmert
+
+    return np.concatenate([np.full((n, 1), 1.0 / math.sqrt(n)), helmert(n)], axis=1)
+
+
+def model_coordinates(w, sigma, z, index: CandidateEffectIndex | None, is_log_gamma):
+    """The model's θ (free coordinates) and ζ from the sampler's coordinates (w, σ_u, z).
+
+    Where two or more prompts show every candidate, shifting every score by δ and each of
+    those prompts' effects by −δ leaves their likelihood unchanged: u moves only together
+    with the mean of their ζ, a ridge that NUTS crosses slowly. The sampler therefore holds,
+    in u's place, m = u + σ_u ζ̄ (the scores averaged over those prompts, which the data
+    fix), and their ζ in the orthogonal basis of :func:`_prompt_basis` over prompts: z's
+    first row is √G_F ζ̄, the others the zero-sum deviations. An orthogonal map keeps z
+    iid N(0, 1) and (m, z) → (u, z) is a shear, so the posterior of (θ, σ_u, ζ) is the
+    same one; only the coordinates NUTS moves in change.
+    """
+    theta = theta_from_unconstrained(w, is_log_gamma)
+    if index is None or index.full_zeta is None:
+        return theta, z
+    n_full = index.full_zeta.shape[0]  # static
+    block = z[..., index.full_zeta]                                    # (…, G_F, C − 1)
+    zeta_full = jnp.einsum("gh,...hc->...gc", jnp.asarray(_prompt_basis(n_full)), block)
+    zeta = z.at[..., index.full_zeta].set(zeta_full)
+    u = theta[..., index.u_free] - jnp.asarray(sigma)[..., None] * block[..., 0, :] / math.sqrt(n_full)
+    return theta.at[..., index.u_free].set(u), zeta
+
+
+def sampler_coordinates(theta, sigma, zeta, index: CandidateEffectIndex | None, is_log_gamma):
+    """Inverse of :func:`model_coordinates`: (w, z) from the model's θ (free), σ_u and ζ."""
+    if index is None or index.full_zeta is None:
+        return unconstrained_from_theta(theta, is_log_gamma), zeta
+    n_full = index.full_zeta.shape[0]
+    zeta_full = zeta[..., index.full_zeta]
+    block = jnp.einsum("hg,...hc->...gc", jnp.asarray(_prompt_basis(n_full)), zeta_full)  # basisᵀ ζ
+    z = zeta.at[..., index.full_zeta].set(block)
+    m = theta[..., index.u_free] + jnp.asarray(sigma)[..., None] * block[..., 0, :] / math.sqrt(n_full)
+    return unconstrained_from_theta(theta.at[..., index.u_free].set(m), is_log_gamma), z
 
 
 def candidate_effects(zeta, index: CandidateEffectIndex):
@@ -224,7 +291,16 @@ def model_data(arrays: DesignArrays, mask, priors: Priors, layout: Layout, *, pr
                      prior_sd=jnp.asarray(sd, jnp.float64),
                      sigma_scale=jnp.asarray(float(priors.sigma_prompt), jnp.float64),
                      is_log_gamma=jnp.asarray(is_v[free]),
-                     occ=prompt_candidate_index(arrays) if kind == "candidate" else None)
+                     occ=prompt_candidate_index(arrays, _u_free(free, layout)) if kind == "candidate" else None)
+
+
+def _u_free(free: np.ndarray, layout: Layout):
+    """Positions of the score coordinates u in the free θ vector (None unless all are free)."""
+    if "u" not in layout.theta_blocks:
+        return None
+    u = np.arange(layout.n_theta)[layout.theta_blocks["u"]]
+    pos = np.searchsorted(free, u)
+    return pos if np.all(pos < len(free)) and np.array_equal(free[np.minimum(pos, len(free) - 1)], u) else None
 
 
 # Sampling coordinates of log γ. A judge whose data barely separate γ_k from 0 has a log γ_k
@@ -282,7 +358,7 @@ def _log_jacobian(w, is_log_gamma):
 
 
 def prompt_loss(theta, shift, arrays: DesignArrays, pair_stats, layout: Layout):
-    """Σ over (prompt, cell) pairs of ``local_loss`` with s_a shifted by ``shift[g]``.
+    """Σ over (prompt, cell) pairs of the cell's loss with s_a shifted by ``shift[g]``.
 
     η_p = γ_k (s_a + shift_g − s_b) + bias: the prompt random effect enters as a change
     of the slot-A score in the local parameter vector, so the predictor (fractional
@@ -300,7 +376,7 @@ def prompt_loss(theta, shift, arrays: DesignArrays, pair_stats, layout: Layout):
 
 def prompt_candidate_loss(theta, effect, arrays: DesignArrays, pair_stats, layout: Layout,
                           index: CandidateEffectIndex):
-    """Σ over (prompt, cell) pairs of ``local_loss`` at s_{a,g} = s_a + effect[occ(g, a)], same for b.
+    """Σ over (prompt, cell) pairs of the cell's loss at s_{a,g} = s_a + effect[occ(g, a)], same for b.
 
     ``effect`` is the (O,) σ_u u of every (prompt, candidate) occurrence
     (:func:`candidate_effects`); the predictor is the one in ``model.local_eta``.
@@ -309,16 +385,12 @@ def prompt_candidate_loss(theta, effect, arrays: DesignArrays, pair_stats, layou
 
 
 def _pair_loss(theta, shift_a, shift_b, arrays: DesignArrays, pair_stats, layout: Layout):
-    """Σ_p local_loss with the pair's s_a (slot 0) and s_b (slot 1) shifted by (P,) arrays."""
-    if layout.local_slots[:2] != ("s_a", "s_b"):  # the shifts below rely on this slot order
-        raise AssertionError(f"unexpected local slot order {layout.local_slots}")
+    """Σ_p local loss of the pair's cell with s_a (slot 0) and s_b (slot 1) shifted by (P,) arrays
+    (``model.shifted_loss``: the cell's η once, plus γ_k times the pair's shift of s_a − s_b)."""
     phi = jnp.asarray(layout.jacobian) @ theta
-    idx = local_index(layout, arrays.a, arrays.b, arrays.k)[arrays.pair_cell]
-    ploc = phi[idx].at[:, 0].add(shift_a)
-    if shift_b is not None:
-        ploc = ploc.at[:, 1].add(shift_b)
-    per_pair = jax.vmap(lambda p, z, s: local_loss(p, z, s, layout))(ploc, arrays.z[arrays.pair_cell], pair_stats)
-    return jnp.sum(per_pair)
+    ploc = phi[local_index(layout, arrays.a, arrays.b, arrays.k)].T          # (n_local, C_)
+    shift = shift_a if shift_b is None else shift_a - shift_b
+    return shifted_loss(ploc, arrays.z.T, arrays.pair_cell, shift, pair_stats.T, layout)
 
 
 def oscar_model(data: ModelData, *, layout: Layout, n_clusters: int | None = None):
@@ -345,22 +417,29 @@ def oscar_model(data: ModelData, *, layout: Layout, n_clusters: int | None = Non
     which effect is sampled is read from ``data.occ``.
     """
     w = numpyro.sample("theta", dist.ImproperUniform(dist.constraints.real_vector, (), data.prior_sd.shape))
-    theta_free = theta_from_unconstrained(w, data.is_log_gamma)
-    prior = dist.Normal(jnp.zeros_like(data.prior_sd), data.prior_sd).log_prob(theta_free)
-    numpyro.factor("prior", jnp.sum(prior) + _log_jacobian(w, data.is_log_gamma))
-    theta = jnp.zeros(layout.n_theta, theta_free.dtype).at[data.free].set(theta_free)
     if n_clusters is None:
+        theta = _prior(w, theta_from_unconstrained(w, data.is_log_gamma), data, layout)
         numpyro.factor("loglik", -loss_value(theta, data.arrays, data.stats, layout))
         return
     sigma = numpyro.sample("sigma_prompt", dist.HalfNormal(data.sigma_scale))
     if data.occ is not None:
         n_zeta = data.occ.zeta_slot.shape[0]  # static under jit
-        zeta = numpyro.sample("z_prompt", dist.Normal(jnp.zeros(n_zeta), 1.0).to_event(1))
+        z = numpyro.sample("z_prompt", dist.Normal(jnp.zeros(n_zeta), 1.0).to_event(1))
+        theta_free, zeta = model_coordinates(w, sigma, z, data.occ, data.is_log_gamma)
+        theta = _prior(w, theta_free, data, layout)
         effect = sigma * candidate_effects(zeta, data.occ)
         numpyro.factor("loglik", -prompt_candidate_loss(theta, effect, data.arrays, data.stats, layout, data.occ))
         return
+    theta = _prior(w, theta_from_unconstrained(w, data.is_log_gamma), data, layout)
     z = numpyro.sample("z_prompt", prompt_prior(n_clusters))
     numpyro.factor("loglik", -prompt_loss(theta, sigma * z, data.arrays, data.stats, layout))
+
+
+def _prior(w, theta_free, data: ModelData, layout: Layout):
+    """Add θ's prior (with log γ's Jacobian) as a factor; return the full θ vector."""
+    prior = dist.Normal(jnp.zeros_like(data.prior_sd), data.prior_sd).log_prob(theta_free)
+    numpyro.factor("prior", jnp.sum(prior) + _log_jacobian(w, data.is_log_gamma))
+    return jnp.zeros(layout.n_theta, theta_free.dtype).at[data.free].set(theta_free)
 
 
 def prompt_prior(n_clusters: int):

@@ -30,7 +30,7 @@ from ..model.params import Layout
 from ..runtime.progress import progress
 from ..infer.sandwich import field_probability, targets
 from ..runtime.validate import OscarInputError, check_positive_int
-from ._model import ModelData, oscar_model, prompt_prior, theta_from_unconstrained
+from ._model import ModelData, model_coordinates, oscar_model, prompt_prior
 
 __all__ = ["NutsSettings", "Draws", "sample_posterior", "sample_posterior_jit", "sample_many", "posterior_targets",
            "PosteriorTargets", "marginal_win_prob", "INIT_RADIUS", "QUAD_NODES"]
@@ -203,19 +203,27 @@ def sample_posterior(key, data: ModelData, *, layout: Layout, n_clusters: int | 
                             dense_mass=dense, target_accept_prob=settings.target_accept,
                             max_tree_depth=settings.max_tree_depth, model_args=(data,), rng_key=k)
 
-        def adapt(s, i):
+        # One loop over warm-up and draws: the kernel adapts while its counter is below
+        # ``warmup`` (numpyro's own switch), so one compiled copy of the NUTS kernel serves
+        # both phases (two loops compiled it twice: most of the sampler's compile time).
+        # The draws go to a buffer in the carry; warm-up iterations write row 0, which the
+        # first draw then overwrites.
+        def record(s):
+            return s.z, s.diverging, s.num_steps, s.accept_prob, s.energy, s.potential_energy
+
+        buffer = jax.tree_util.tree_map(lambda x: jnp.zeros((settings.draws,) + jnp.shape(x), jnp.result_type(x)),
+                                        record(state))
+
+        def step(carry, i):
+            s, buf = carry
             s = sample_kernel(s, model_args=(data,))
             tick(chain, i, s)
-            return s, None
+            row = jnp.maximum(i - settings.warmup, 0)
+            buf = jax.tree_util.tree_map(lambda b, x: b.at[row].set(x), buf, record(s))
+            return (s, buf), None
 
-        state, _ = jax.lax.scan(adapt, state, jnp.arange(settings.warmup))
-
-        def draw(s, i):
-            s = sample_kernel(s, model_args=(data,))
-            tick(chain, i, s)
-            return s, (s.z, s.diverging, s.num_steps, s.accept_prob, s.energy, s.potential_energy)
-
-        state, (z, div, steps, acc, energy, pe) = jax.lax.scan(draw, state, settings.warmup + jnp.arange(settings.draws))
+        (state, (z, div, steps, acc, energy, pe)), _ = jax.lax.scan(step, (state, buffer),
+                                                                    jnp.arange(settings.warmup + settings.draws))
         return z, div, steps, acc, energy, pe, state.adapt_state.step_size
 
     z, div, steps, acc, energy, pe, step = jax.lax.map(lambda args: one_chain(*args),
@@ -226,7 +234,8 @@ def sample_posterior(key, data: ModelData, *, layout: Layout, n_clusters: int | 
     else:
         sigma = biject_to(constraints.positive)(z["sigma_prompt"])
         zp = z["z_prompt"] if n_zeta is not None else biject_to(prompt_prior(n_clusters).support)(z["z_prompt"])
-    return Draws(theta=theta_from_unconstrained(z["theta"], data.is_log_gamma), sigma=sigma,
+    theta, zp = model_coordinates(z["theta"], sigma, zp, data.occ, data.is_log_gamma)
+    return Draws(theta=theta, sigma=sigma,
                  z=zp, diverging=div, n_steps=steps, accept=acc,
                  energy=energy, potential=pe, step_size=step)
 

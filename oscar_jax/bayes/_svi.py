@@ -41,7 +41,7 @@ from ..runtime.validate import OscarInputError
 from ..infer.posterior import (GUIDES, NARROW_WARNING, SviSettings, VariationalWarning, elbo_plateau, guide_name, make_guide,
     optimize, optimizer, plateau_message, schedule, svi_sample_stats)
 from ._datatree import to_datatree
-from ._model import ModelData, oscar_model, theta_from_unconstrained, unconstrained_from_theta
+from ._model import ModelData, model_coordinates, oscar_model, unconstrained_from_theta
 from ._result import BayesResult
 from ._sampler import Draws
 
@@ -107,7 +107,8 @@ def run_svi(key, data: ModelData, w0, *, layout: Layout, n_clusters: int | None,
     else:
         sigma, z = jnp.zeros(shape), jnp.zeros(shape + (0,))
     zeros = jnp.zeros(shape)
-    draws = Draws(theta=theta_from_unconstrained(w, data.is_log_gamma), sigma=sigma, z=z,
+    theta, z = model_coordinates(w, sigma, z, data.occ if prompt_effect else None, data.is_log_gamma)
+    draws = Draws(theta=theta, sigma=sigma, z=z,
                   diverging=jnp.zeros(shape, bool), n_steps=jnp.zeros(shape, jnp.int32), accept=zeros,
                   energy=zeros, potential=zeros, step_size=jnp.zeros(1))
     return losses, draws, params

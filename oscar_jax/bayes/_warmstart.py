@@ -31,7 +31,7 @@ from numpyro.distributions.transforms import biject_to
 from ..fit import fit
 from ..model.params import Layout
 from ..model.problem import Problem
-from ._model import ModelData, prompt_prior, theta_from_unconstrained, unconstrained_from_theta
+from ._model import ModelData, prompt_prior, sampler_coordinates, theta_from_unconstrained, unconstrained_from_theta
 from ._svi import SviSettings, elbo_plateau, mode_start, run_svi_jit
 
 __all__ = ["fit_start", "svi_start", "DEFAULT_START_SVI"]
@@ -43,12 +43,15 @@ DEFAULT_START_SVI = SviSettings(guide="lowrank", steps=1500, draws=1000)
 
 def _sampling_coordinates(draws, data: ModelData, n_clusters: int | None):
     """Guide draws (one chain) → the NUTS sites' unconstrained values, (S, …) each."""
-    out = {"theta": unconstrained_from_theta(draws.theta[0], data.is_log_gamma)}
-    if n_clusters is not None:
-        out["sigma_prompt"] = jnp.log(draws.sigma[0])
-        # ζ of the prompt × candidate effect is already unconstrained; the slot shifts are zero-sum
-        out["z_prompt"] = (draws.z[0] if data.occ is not None
-                           else biject_to(prompt_prior(n_clusters).support).inv(draws.z[0]))
+    if n_clusters is None:
+        return {"theta": unconstrained_from_theta(draws.theta[0], data.is_log_gamma)}
+    out = {"sigma_prompt": jnp.log(draws.sigma[0])}
+    if data.occ is not None:  # ζ of the prompt × candidate effect is unconstrained; see model_coordinates
+        out["theta"], out["z_prompt"] = sampler_coordinates(draws.theta[0], draws.sigma[0], draws.z[0], data.occ,
+                                                            data.is_log_gamma)
+    else:  # the slot shifts are zero-sum
+        out["theta"] = unconstrained_from_theta(draws.theta[0], data.is_log_gamma)
+        out["z_prompt"] = biject_to(prompt_prior(n_clusters).support).inv(draws.z[0])
     return out
 
 

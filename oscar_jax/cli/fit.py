@@ -8,8 +8,10 @@ self-contained HTML page to share.
 from __future__ import annotations
 
 import sys
+from contextlib import nullcontext
 from pathlib import Path
 
+from ..runtime.cpu_threads import one_thread_cpu_backend
 from ..runtime.validate import CI_SOURCES, SCORE_SCALES, OscarInputError, check_ci_prob, check_positive_int, resolve_name
 from .common import add_ci_prob, add_data_arguments, add_output_arguments, add_ridge, emit, emit_json, problem_from_args, seed_arg
 
@@ -96,7 +98,8 @@ def _fit(args) -> int:
     draw_based = args.ci in ("bootstrap", "bayes")
     if draw_based:
         check_positive_int("replicates", args.replicates, minimum=2)
-    problem = problem_from_args(args)
+    with one_thread_cpu_backend() if args.ci == "bayes" else nullcontext():  # see runtime.cpu_threads
+        problem = problem_from_args(args)
     # the numeric stack, once the data are known to be good
     from ..fit import companion_fits, fit, small_data_advice
     from ..infer.sandwich import INDEPENDENCE_NOTE

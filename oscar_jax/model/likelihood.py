@@ -36,6 +36,7 @@ __all__ = [
     "local_index",
     "local_loss",
     "local_prob",
+    "shifted_loss",
     "upper_pairs",
 ]
 
@@ -145,6 +146,23 @@ def local_loss(phi_loc, z, stats, layout: Layout):
     eta = local_eta(phi_loc, z, layout)
     tau = phi_loc[-1] if layout.structure.davidson else None
     return _tie_loss(eta, tau, stats, layout.structure.davidson)
+
+
+def shifted_loss(phi_loc, z, cell, shift, stats, layout: Layout):
+    """Σ_p ψ(η_p), η_p = η(cell_p) + γ_k(cell_p) · shift_p: each unit p is a cell whose
+    s_a − s_b is moved by ``shift_p`` (a prompt random effect).
+
+    η is linear in s_a − s_b with slope γ_k (Eq. 2), so :func:`local_eta` runs once per
+    cell and a unit adds its shift times its cell's γ_k: the same η as ``local_loss`` of
+    the shifted local vector, to rounding, without the whole predictor (and its gradient's
+    scatter over every local slot) per unit.
+
+    phi_loc, z : the cells' local vectors and covariates, slots along axis 0 (n_local × C_).
+    cell : (P,) cell of each unit.  shift : (P,) shift of s_a − s_b.  stats : (3, P).
+    """
+    _, logg, _, tau = _read(phi_loc, layout)
+    eta = local_eta(phi_loc, z, layout)[cell] + jnp.exp(logg)[cell] * shift
+    return jnp.sum(_tie_loss(eta, None if tau is None else tau[cell], stats, layout.structure.davidson))
 
 
 class HessianCells(NamedTuple):
