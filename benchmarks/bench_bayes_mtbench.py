@@ -54,7 +54,7 @@ def run(args) -> dict:
     load0, t0, c0 = os.getloadavg(), time.perf_counter(), _cpu()
     from oscar_jax.io.data import shared_data_dir
     from oscar_jax.model.problem import as_design
-    from oscar_jax.runtime.cpu_threads import one_thread_cpu_backend
+    from oscar_jax.runtime.x64 import one_thread_cpu_backend
 
     path = Path(args.data) if args.data else shared_data_dir() / "xu2026" / "judge_results_10k_mtbench.json"
     # as `oscar bayes` does: the backend starts with one intra-op thread (--cpu-threads all: XLA's pool)

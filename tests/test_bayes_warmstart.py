@@ -110,7 +110,7 @@ def test_fit_start_is_deterministic_per_seed(design, from_fit):
 
 @pytest.mark.parametrize("prompt_effect", [False, "candidate"])
 def test_fit_start_draws_around_the_point_fit_with_its_sandwich_as_mass(design, prompt_effect):
-    from oscar_jax.bayes._model import unconstrained_from_theta
+    from oscar_jax.bayes._coordinates import unconstrained_from_theta
     from oscar_jax.bayes._warmstart import fit_start
 
     problem = prepare(design, MODEL)

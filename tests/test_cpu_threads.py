@@ -1,4 +1,4 @@
-"""runtime.cpu_threads: the backend starts with one intra-op thread, the process keeps its CPUs."""
+"""runtime.x64.one_thread_cpu_backend: the backend starts with one intra-op thread, the process keeps its CPUs."""
 
 import os
 import subprocess
@@ -11,7 +11,7 @@ pytestmark = pytest.mark.skipif(not hasattr(os, "sched_setaffinity") or len(os.s
 
 CHILD = """
 import os
-from oscar_jax.runtime.cpu_threads import one_thread_cpu_backend
+from oscar_jax.runtime.x64 import one_thread_cpu_backend
 before = os.sched_getaffinity(0)
 with one_thread_cpu_backend() as on:
     inside = os.sched_getaffinity(0)

@@ -11,22 +11,24 @@ The model reuses the point fit's parametrization and likelihood (``derivatives.l
 from ._datatree import to_datatree
 from ._fit import INDEPENDENCE_LABEL, MAX_STORED_PROMPTS, default_prompt_effect, fit_bayes
 from ._io import load_idata, plot_forest, plot_judges, save_idata
-from ._model import (
-    PROMPT_EFFECTS,
+from ._coordinates import (
     CandidateEffectIndex,
-    ModelData,
-    Priors,
     candidate_effects,
     model_coordinates,
-    model_data,
-    oscar_model,
-    prior_scales,
     prompt_candidate_index,
-    prompt_candidate_loss,
-    prompt_loss,
     sampler_coordinates,
     theta_from_unconstrained,
     unconstrained_from_theta,
+)
+from ._model import (
+    PROMPT_EFFECTS,
+    ModelData,
+    Priors,
+    model_data,
+    oscar_model,
+    prior_scales,
+    prompt_candidate_loss,
+    prompt_loss,
 )
 from ._diagnostics import compute_diagnostics
 from ._result import BayesResult, BayesWarning

@@ -30,7 +30,8 @@ from ..model.params import Layout
 from ..runtime.progress import progress
 from ..infer.sandwich import field_probability, targets
 from ..runtime.validate import OscarInputError, check_positive_int
-from ._model import ModelData, model_coordinates, oscar_model, prompt_prior
+from ._coordinates import model_coordinates
+from ._model import ModelData, oscar_model, prompt_prior
 
 __all__ = ["NutsSettings", "Draws", "sample_posterior", "sample_posterior_jit", "sample_many", "posterior_targets",
            "PosteriorTargets", "marginal_win_prob", "INIT_RADIUS", "QUAD_NODES"]

@@ -41,7 +41,8 @@ from ..runtime.validate import OscarInputError
 from ..infer.posterior import (GUIDES, NARROW_WARNING, SviSettings, VariationalWarning, elbo_plateau, guide_name, make_guide,
     optimize, optimizer, plateau_message, schedule, svi_sample_stats)
 from ._datatree import to_datatree
-from ._model import ModelData, model_coordinates, oscar_model, unconstrained_from_theta
+from ._coordinates import model_coordinates, unconstrained_from_theta
+from ._model import ModelData, oscar_model
 from ._result import BayesResult
 from ._sampler import Draws
 

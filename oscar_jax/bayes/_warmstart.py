@@ -31,7 +31,8 @@ from numpyro.distributions.transforms import biject_to
 from ..fit import fit
 from ..model.params import Layout
 from ..model.problem import Problem
-from ._model import ModelData, prompt_prior, sampler_coordinates, theta_from_unconstrained, unconstrained_from_theta
+from ._coordinates import sampler_coordinates, theta_from_unconstrained, unconstrained_from_theta
+from ._model import ModelData, prompt_prior
 from ._svi import SviSettings, elbo_plateau, mode_start, run_svi_jit
 
 __all__ = ["fit_start", "svi_start", "DEFAULT_START_SVI"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..runtime.cpu_threads import one_thread_cpu_backend
+from ..runtime.x64 import one_thread_cpu_backend
 from ..runtime.validate import CI_KINDS
 from .bootstrap import add_scale_arguments
 from .common import add_ci_prob, add_data_arguments, add_ridge, emit, emit_json, problem_from_args, seed_arg
@@ -69,7 +69,7 @@ def _svi_settings(args):
 
 
 def run(args) -> int:
-    with one_thread_cpu_backend():  # the design's arrays start JAX's backend (see runtime.cpu_threads)
+    with one_thread_cpu_backend():  # the design's arrays start JAX's backend (see runtime.x64)
         problem = problem_from_args(args)
     from ..bayes import fit_bayes  # numpyro/arviz load only when this command runs
     from ..report.text import bayes_report

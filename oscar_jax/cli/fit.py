@@ -11,7 +11,7 @@ import sys
 from contextlib import nullcontext
 from pathlib import Path
 
-from ..runtime.cpu_threads import one_thread_cpu_backend
+from ..runtime.x64 import one_thread_cpu_backend
 from ..runtime.validate import CI_SOURCES, SCORE_SCALES, OscarInputError, check_ci_prob, check_positive_int, resolve_name
 from .common import add_ci_prob, add_data_arguments, add_output_arguments, add_ridge, emit, emit_json, problem_from_args, seed_arg
 
@@ -98,7 +98,7 @@ def _fit(args) -> int:
     draw_based = args.ci in ("bootstrap", "bayes")
     if draw_based:
         check_positive_int("replicates", args.replicates, minimum=2)
-    with one_thread_cpu_backend() if args.ci == "bayes" else nullcontext():  # see runtime.cpu_threads
+    with one_thread_cpu_backend() if args.ci == "bayes" else nullcontext():  # see runtime.x64
         problem = problem_from_args(args)
     # the numeric stack, once the data are known to be good
     from ..fit import companion_fits, fit, small_data_advice

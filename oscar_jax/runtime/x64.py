@@ -8,10 +8,13 @@ before any array is created: where JAX is not imported yet it sets ``JAX_ENABLE_
 which JAX reads when it is imported, so ``import oscar_jax`` and ``oscar --help`` do not
 pay for JAX; where it is, ``jax.config``. Variables set only for JAX's import are put
 back once JAX has read them (:func:`jax_loaded`), so child processes do not inherit them.
+The size of XLA's CPU thread pool for the sampler is chosen here too
+(:func:`one_thread_cpu_backend`).
 """
 
 import os
 import sys
+from contextlib import contextmanager
 
 # Variable → (its value before oscar_jax set it for JAX's import (None: unset), the value set).
 _SET_FOR_JAX: dict[str, tuple[str | None, str]] = {}
@@ -115,3 +118,46 @@ if "xla_gpu_deterministic_ops" not in _flags:
     os.environ["XLA_FLAGS"] = (_flags + " --xla_gpu_deterministic_ops=true").strip()
 
 set_before_jax("JAX_ENABLE_X64", "1", "jax_enable_x64", True)
+
+
+# XLA's CPU thread pool. XLA:CPU sizes its intra-op pool once, when the backend starts, from
+# the CPUs the process may run on, and offers no option to choose it. NUTS is ~10⁵ leapfrog
+# steps of a few dozen small operations each, one chain after another; there the pool's
+# hand-offs cost more than they save: the default `oscar bayes` on MT-Bench took 77.8 CPU-s
+# (59.5 s wall) with the pool of a 2-core machine and 53.6 CPU-s (53.5 s wall) with one
+# thread, the same draws to the bit (benchmarks/results/bayes_speed_mtbench.md). So `oscar
+# bayes` starts the backend while the process may run on one CPU only, then gives the process
+# its CPUs back.
+
+
+def _backend_running() -> bool:
+    if "jax" not in sys.modules:
+        return False
+    from jax._src import xla_bridge
+
+    return xla_bridge.backends_are_initialized()
+
+
+@contextmanager
+def one_thread_cpu_backend():
+    """Within the block, the process may run on one CPU; a JAX backend started there gets a
+    one-thread intra-op pool (and keeps it). Yields whether the restriction was applied.
+
+    Nothing is restricted where a backend is already running (JAX used earlier in the
+    process), where the OS has no affinity call (macOS, Windows), where the process has one
+    CPU, or where ``OSCAR_JAX_CPU_THREADS=all``. Threads started inside the block (the pool's,
+    Arrow's reader pool) stay on that CPU; the caller's thread gets its CPUs back on exit.
+    """
+    if (os.environ.get("OSCAR_JAX_CPU_THREADS", "").lower() == "all" or not hasattr(os, "sched_setaffinity")
+            or _backend_running()):
+        yield False
+        return
+    cpus = os.sched_getaffinity(0)
+    if len(cpus) < 2:
+        yield False
+        return
+    os.sched_setaffinity(0, {min(cpus)})
+    try:
+        yield True
+    finally:
+        os.sched_setaffinity(0, cpus)
