@@ -205,10 +205,9 @@ def sample_posterior(key, data: ModelData, *, layout: Layout, n_clusters: int | 
                             max_tree_depth=settings.max_tree_depth, model_args=(data,), rng_key=k)
 
         # One loop over warm-up and draws: the kernel adapts while its counter is below
-        # ``warmup`` (numpyro's own switch), so one compiled copy of the NUTS kernel serves
-        # both phases (two loops compiled it twice: most of the sampler's compile time).
-        # The draws go to a buffer in the carry; warm-up iterations write row 0, which the
-        # first draw then overwrites.
+        # ``warmup`` (numpyro's own switch), so the program holds one copy of the NUTS kernel,
+        # not one per phase. The draws go to a buffer in the carry; warm-up iterations write
+        # row 0, which the first draw then overwrites.
         def record(s):
             return s.z, s.diverging, s.num_steps, s.accept_prob, s.energy, s.potential_energy
 

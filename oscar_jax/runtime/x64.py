@@ -135,7 +135,15 @@ def _backend_running() -> bool:
         return False
     from jax._src import xla_bridge
 
-    return xla_bridge.backends_are_initialized()
+    running = getattr(xla_bridge, "backends_are_initialized", None)
+    return True if running is None else running()  # a JAX without the call: assume it runs
+
+
+def _threads() -> set[str]:
+    try:
+        return set(os.listdir("/proc/self/task"))
+    except OSError:
+        return set()
 
 
 @contextmanager
@@ -145,8 +153,9 @@ def one_thread_cpu_backend():
 
     Nothing is restricted where a backend is already running (JAX used earlier in the
     process), where the OS has no affinity call (macOS, Windows), where the process has one
-    CPU, or where ``OSCAR_JAX_CPU_THREADS=all``. Threads started inside the block (the pool's,
-    Arrow's reader pool) stay on that CPU; the caller's thread gets its CPUs back on exit.
+    CPU, or where ``OSCAR_JAX_CPU_THREADS=all``. On exit the calling thread and every thread
+    started inside the block (the pool's, Arrow's reader pool) may run on all the CPUs again:
+    the pool keeps its size, not the CPU, so processes side by side do not share one core.
     """
     if (os.environ.get("OSCAR_JAX_CPU_THREADS", "").lower() == "all" or not hasattr(os, "sched_setaffinity")
             or _backend_running()):
@@ -156,8 +165,14 @@ def one_thread_cpu_backend():
     if len(cpus) < 2:
         yield False
         return
-    os.sched_setaffinity(0, {min(cpus)})
+    before = _threads()
+    os.sched_setaffinity(0, {sorted(cpus)[os.getpid() % len(cpus)]})
     try:
         yield True
     finally:
         os.sched_setaffinity(0, cpus)
+        for tid in _threads() - before:
+            try:
+                os.sched_setaffinity(int(tid), cpus)
+            except OSError:  # a thread that has ended since
+                pass
