@@ -15,7 +15,7 @@ from ..model.problem import prepare
 from ..infer.sandwich import INDEPENDENCE_NOTE
 from ..model.spec import ModelSpec
 from ..runtime.validate import OscarInputError, check_choice, check_ci_prob
-from ..fit import fit
+from ..fit import point_fit
 from ._datatree import to_datatree
 from ._diagnostics import compute_diagnostics
 from ._model import Priors, effect_kind, model_data
@@ -87,7 +87,7 @@ def point_fit_flags(point) -> tuple[str | None, object]:
 
 def separation_note(problem, seed: int) -> str | None:
     """The separation note of :func:`point_fit_flags` alone."""
-    return point_fit_flags(fit(problem, starts=1, seed=int(seed), warn=False))[0]
+    return point_fit_flags(point_fit(problem, seed=int(seed)))[0]
 
 
 def fit_bayes(data, model: str | ModelSpec | None = None, *, prompt_effect: bool | str | None = None, priors: Priors | None = None,
@@ -229,7 +229,7 @@ def fit_bayes(data, model: str | ModelSpec | None = None, *, prompt_effect: bool
         notes.append(f"prompt effect ({'prompt × candidate' if kind == 'candidate' else 'slot shift'}): "
                      "q is averaged over prompts (E_z σ(h + γ̄ σ_u z)); s, γ, κ, β are on the "
                      "prompt-conditional scale, larger in magnitude than the point fit's")
-    point = fit(problem, starts=1, seed=int(seed), warn=False)  # its flags, its γ̄ judges and init="fit"'s start
+    point = point_fit(problem, seed=int(seed))  # its flags, its γ̄ judges and init="fit"'s start
     note, gbar_weights = point_fit_flags(point)
     if note:
         notes.append(note)

@@ -34,7 +34,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..fit import fit
+from ..fit import point_fit
 from ..model.params import Layout
 from ..model.problem import Problem
 from ..runtime.validate import OscarInputError
@@ -121,7 +121,7 @@ run_svi_jit = jax.jit(run_svi, static_argnames=("layout", "n_clusters", "setting
 def mode_start(problem, md, mask, seed: int):
     """The posterior mode's approximation, the penalized point fit θ̂ (same ridge, same B.2
     columns), in the sampled (unconstrained) coordinates of the free columns."""
-    theta0 = fit(problem, starts=1, seed=int(seed), warn=False).theta
+    theta0 = point_fit(problem, seed=int(seed)).theta
     free = np.flatnonzero(np.asarray(mask) > 0)
     return unconstrained_from_theta(jnp.asarray(np.asarray(theta0)[free]), md.is_log_gamma)
 

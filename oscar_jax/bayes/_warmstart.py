@@ -28,7 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 from numpyro.distributions.transforms import biject_to
 
-from ..fit import fit
+from ..fit import point_fit
 from ..model.params import Layout
 from ..model.problem import Problem
 from ._coordinates import sampler_coordinates, theta_from_unconstrained, unconstrained_from_theta
@@ -103,7 +103,7 @@ def fit_start(problem: Problem, *, md: ModelData, mask, n_clusters: int | None, 
     """
     t0 = time.perf_counter()
     if point is None:
-        point = fit(problem, starts=1, seed=int(seed), warn=False)
+        point = point_fit(problem, seed=int(seed))
     free = np.flatnonzero(np.asarray(mask) > 0)
     theta = jnp.asarray(np.asarray(point.theta)[free])
     w = unconstrained_from_theta(theta, md.is_log_gamma)
