@@ -123,7 +123,8 @@ def fit(data, model: str | ModelSpec | None = None, *, starts: int | None = None
     starts = None if starts is None else check_positive_int("starts", starts)
     seed = check_seed("seed", seed)
     max_iter = check_positive_int("max_iter", max_iter)
-    return _fit(prepare(data, model, **setup), starts, seed, ci_prob, max_iter, warn, report_programs=True)
+    return _fit(prepare(data, model, **setup), starts=starts, seed=seed, ci_prob=ci_prob, max_iter=max_iter, warn=warn,
+                report_programs=True)
 
 
 def point_fit(problem: Problem, *, seed: int = 0) -> FitResult:
@@ -131,10 +132,11 @@ def point_fit(problem: Problem, *, seed: int = 0) -> FitResult:
     posterior's mode approximation, its separation check and γ̄ judges): :func:`fit` with
     ``starts=1``, without compiling ahead the programs a fit's own report uses (an empty
     compile cache: 1.3–2.1 CPU-s of `oscar bayes`)."""
-    return _fit(problem, 1, check_seed("seed", seed), 0.95, 100, False, report_programs=False)
+    return _fit(problem, starts=1, seed=check_seed("seed", seed), ci_prob=0.95, max_iter=100, warn=False,
+                report_programs=False)
 
 
-def _fit(problem: Problem, starts, seed, ci_prob, max_iter, warn, *, report_programs: bool) -> FitResult:
+def _fit(problem: Problem, *, starts, seed, ci_prob, max_iter, warn, report_programs: bool) -> FitResult:
     design, eff, layout = problem.design, problem.effective_spec, problem.layout
     host_bt = starts is None and _plain_bt(eff)
     adaptive = starts is None and design.arrays.group_cell is not None

@@ -18,7 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..model.design import DesignArrays
-from ..model.params import Layout
+from ..model.params import Layout, helmert
 
 __all__ = ["CandidateEffectIndex", "prompt_candidate_index", "candidate_effects", "model_coordinates",
            "sampler_coordinates", "theta_from_unconstrained", "unconstrained_from_theta", "log_jacobian", "u_free",
@@ -94,8 +94,6 @@ def prompt_candidate_index(arrays: DesignArrays, u_free=None) -> CandidateEffect
 
 def _prompt_basis(n: int) -> np.ndarray:
     """(n, n) orthogonal [1/√n, Helmert(n)]: column 0 the mean direction, the rest zero-sum."""
-    from ..model.params import helmert
-
     return np.concatenate([np.full((n, 1), 1.0 / math.sqrt(n)), helmert(n)], axis=1)
 
 
