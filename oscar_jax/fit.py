@@ -17,7 +17,7 @@ import jax
 import numpy as np
 
 from .infer.fit_core import fit_core_seeded_jit
-from .infer.plain_bt import bt_fit_core
+from .infer.plain_bt import bt_fit_core, is_plain_bt
 from .model.problem import Problem, prepare
 from .model.spec import ModelSpec, parse_model
 from .results.boards import score_board
@@ -138,7 +138,7 @@ def point_fit(problem: Problem, *, seed: int = 0) -> FitResult:
 
 def _fit(problem: Problem, *, starts, seed, ci_prob, max_iter, warn, report_programs: bool) -> FitResult:
     design, eff, layout = problem.design, problem.effective_spec, problem.layout
-    host_bt = starts is None and _plain_bt(eff)
+    host_bt = starts is None and is_plain_bt(eff.structure())
     adaptive = starts is None and design.arrays.group_cell is not None
     starts = 2 if starts is None else starts
     if host_bt:
@@ -153,17 +153,11 @@ def _fit(problem: Problem, *, starts, seed, ci_prob, max_iter, warn, report_prog
     # Inside compile_ahead (the CLI): trace the fit first, then hand what will report on it
     # to the worker thread, whose tracing then runs while this thread compiles the fit.
     fit_core_seeded_jit.preload(*args, **kw)
-    if report_programs:
+    if report_programs and not is_plain_bt(eff.structure()):  # plain BT reports in host numpy
         prepare_report_programs(design, layout, eff.ridge)
     core = fit_core_seeded_jit(*args, **kw)
     core = type(core)(*jax.device_get(tuple(core)))
     return _result(problem, core, ci_prob, warn)
-
-
-def _plain_bt(spec: ModelSpec) -> bool:
-    """Plain BT: γ ≡ 1, no bias terms, fractional ties (fitted on the host at the default starts)."""
-    st = spec.structure()
-    return not st.terms and not st.learn_gamma and not st.davidson
 
 
 def _result(problem: Problem, core, ci_prob, warn) -> FitResult:

@@ -254,3 +254,27 @@ def test_curvature_check_is_the_spectrum_check_with_or_without_the_certificate()
         verdicts.add((bool(ok_full), bool(np.isnan(lo_rep))))
     # Every route was exercised: certified passes, spectrum passes and failures.
     assert verdicts == {(True, True), (True, False), (False, False)}
+
+
+def test_plain_bt_covariances_on_the_host_equal_the_compiled_sandwich(monkeypatch):
+    """A plain-BT fit's covariances are summed in host numpy (residuals by prompt and
+    candidate, a block of prompts at a time): the compiled sandwich's to rounding, with
+    several blocks and a shorter last one. Control: the meat without the G/(G−1) factor differs."""
+    import jax
+
+    from oscar_jax.infer import plain_bt
+    from oscar_jax.infer.sandwich import covariances
+
+    design = oj.simulate_design(seed=4, n_prompts=130)
+    monkeypatch.setattr(plain_bt, "MEAT_BLOCK", 17)  # 130 prompts: 7 full blocks and one of 11
+    res = oj.fit(design, "bt", warn=False)
+    c = res.core
+    want = jax.jit(covariances, static_argnames=("layout", "n_clusters"))(
+        c.theta, c.mask, c.hess, c.info, design.arrays, np.ones(design.n_clusters), layout=res.layout,
+        n_clusters=design.n_clusters, ridge=res.effective_spec.ridge)
+    got = res.cov
+    for name in ("cluster", "model"):
+        w, g = np.asarray(getattr(want, name)), getattr(got, name)
+        assert np.max(np.abs(g - w)) <= 1e-12 * np.max(np.abs(w)), name
+    g = design.n_clusters
+    assert np.max(np.abs(got.cluster * (g - 1) / g - np.asarray(want.cluster))) > 1e-4 * np.max(np.abs(want.cluster))

@@ -89,3 +89,29 @@ def test_bootstrap_tables_take_the_same_signature(result):
         pd.testing.assert_frame_equal(getattr(boot, name)("percentile"), getattr(boot, name)())
     with pytest.raises(OscarInputError, match="must be one of"):
         boot.leaderboard("sandwich")
+
+
+@pytest.mark.parametrize("model", ["bt", "j", "oscar"])
+def test_host_targets_and_their_ses_equal_the_compiled_ones(model):
+    """A fit's targets and delta-method SEs run in host numpy (complex-step Jacobian through
+    the one definition of the targets); they equal the compiled forward-mode ones to rounding.
+    A judge left out of γ̄ (weight 0) must change the SEs: the weights reach the Jacobian."""
+    import jax
+
+    from oscar_jax.infer.sandwich import delta_se, host_target_se, host_targets, targets
+
+    res = oj.fit(oj.simulate_design(seed=2, n_prompts=150), model, warn=False)
+    theta, layout, cov = res.theta, res.layout, res.covariance("sandwich")
+    weights = np.ones(layout.n_judge)
+    weights[-1] = 0.0
+    want = jax.jit(lambda t: targets(t, layout, weights))(theta)
+    want_se = jax.jit(lambda t, c: delta_se(lambda th: targets(th, layout, weights), t, c))(theta, cov)
+    got, got_se = host_targets(theta, layout, weights), host_target_se(theta, cov, layout, weights)
+    for name in want._fields:
+        w, g = np.asarray(getattr(want, name)), getattr(got, name)
+        np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-14, err_msg=name)
+        w, g = np.asarray(getattr(want_se, name)), getattr(got_se, name)
+        np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-14, err_msg=name)
+    if layout.structure.learn_gamma:  # weights matter only where the judges' γ differ
+        even = host_target_se(theta, cov, layout, np.ones(layout.n_judge))
+        assert np.max(np.abs(even.x - got_se.x)) > 1e-6 * np.max(got_se.x)

@@ -67,6 +67,40 @@ def test_cluster_scores_sum_to_gradient(small_design):
     np.testing.assert_allclose(psi.sum(axis=0), g, rtol=ASSEMBLY_RTOL, atol=1e-9)
 
 
+def test_sandwich_in_blocks_equals_the_one_pass(small_design, monkeypatch):
+    """Beyond CHUNK pairs the cluster scores are added chunk by chunk, and beyond MEAT_ROWS
+    clusters the meat is summed block by block, the last block moved back to end at G with
+    its repeated rows weighed 0: the same covariances as one pass, to rounding. Sizes not
+    multiples of the blocks exercise the shorter last chunk and the moved-back block."""
+    from oscar_jax.infer import derivatives, sandwich
+
+    d = small_design
+    fitted = oj.fit(d, "oscar", warn=False)
+    layout, c = fitted.layout, fitted.core
+    theta = c.theta
+    omega = np.random.default_rng(0).gamma(2.0, 0.5, d.n_clusters)  # unequal cluster weights
+
+    def run():
+        return jax.jit(lambda t, w: sandwich.covariances(t, c.mask, c.hess, c.info, d.arrays, w, layout=layout,
+                                                         n_clusters=d.n_clusters, ridge=0.05))(theta, omega)
+
+    whole = run()
+    n_pairs = int(d.arrays.pair_g.shape[0])
+    assert n_pairs % 97 and n_pairs > 2 * 97 and d.n_clusters % 7 and d.n_clusters > 2 * 7
+    monkeypatch.setattr(derivatives, "CHUNK", 97)
+    monkeypatch.setattr(sandwich, "MEAT_ROWS", 7)
+    blocks = run()
+    scale = np.max(np.abs(whole.cluster))
+    assert np.max(np.abs(np.asarray(blocks.cluster) - whole.cluster)) <= 1e-12 * scale
+    np.testing.assert_array_equal(blocks.model, whole.model)
+    # Negative control: the moved-back block counted its repeated rows again.
+    mean = (omega @ np.asarray(derivatives.cluster_scores_phi(theta, d.arrays, layout, d.n_clusters))) / omega.sum()
+    psi = np.asarray(derivatives.cluster_scores_phi(theta, d.arrays, layout, d.n_clusters)) - mean
+    repeated = psi[-7:][: 7 - d.n_clusters % 7]
+    twice = (psi.T * omega) @ psi + (repeated.T * omega[-7:][: 7 - d.n_clusters % 7]) @ repeated
+    assert np.max(np.abs(twice - (psi.T * omega) @ psi)) > 1e-6 * np.max(np.abs((psi.T * omega) @ psi))
+
+
 def test_fractional_loss_is_bernoulli_with_half_ties(small_design):
     layout = small_design.layout(oj.parse_model("j"))
     phi = jnp.array([0.4, -0.3, 0.2])  # s_a, s_b, v

@@ -96,7 +96,7 @@ def test_programs_compiled_ahead_are_the_ones_called_bit_for_bit(program_folder)
     # The CLI compiles the report programs on a worker thread while the fit compiles
     # (compile_ahead): the call must use that executable (no second compilation), and the
     # executable is the one the plain path compiles (same bits).
-    from oscar_jax.infer.sandwich import covariances_program, target_se, targets_jit
+    from oscar_jax.infer.sandwich import covariances_program
     from oscar_jax.results.boards import _scores_and_se_jit
 
     design = oj.simulate_design(seed=6, n_prompts=150)
@@ -106,12 +106,12 @@ def test_programs_compiled_ahead_are_the_ones_called_bit_for_bit(program_folder)
         n_ahead, ahead = _compiles_and_results(design, board_ahead=True)
     _same_bits(plain, ahead)
     assert n_ahead == n_plain
-    for prepared in (covariances_program(design.n_cells), target_se, targets_jit, _scores_and_se_jit):
+    for prepared in (covariances_program(design.n_cells), _scores_and_se_jit):
         assert any(isinstance(p, jax.stages.Compiled) for p in prepared._programs.values()), prepared.__name__
     # Outside the block, prepare is a no-op: the library does not compile what it may not call.
     jit.forget()
     oj.fit(design, "oscar", seed=1)
-    assert not targets_jit._programs
+    assert not covariances_program(design.n_cells)._programs
 
 
 def _double(x):
@@ -151,8 +151,9 @@ def test_corrupt_or_foreign_files_are_replaced(program_folder):
 
 def test_under_a_trace_the_plain_jit_runs(program_folder):
     # vmapping a persistent program traces it inside another transformation: no export.
-    from oscar_jax.infer.sandwich import targets_jit
+    from oscar_jax.infer.sandwich import targets
 
+    targets_jit = jit.persistent_jit(targets, static_argnames=("layout",))
     design = oj.simulate_design(seed=5, n_prompts=100)
     res = oj.fit(design, "j")
     scores = res.scores  # (the unbatched call exports its own program)

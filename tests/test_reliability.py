@@ -218,16 +218,19 @@ def test_degenerate_outcomes_are_not_estimable_not_zero_width(outcome):
 
 
 def test_certificate_and_lp_agree_on_random_designs():
-    from oscar_jax.infer.separation import _certificate, _free_phi, _linear_rows, _lp_direction
+    from oscar_jax.infer.separation import _certificate, _csr, _free_phi, _linear_rows, _lp_direction, _theta_rows
 
     for seed in range(4):  # one shape (n_prompts fixed): one compilation
         design = oj.simulate_design(seed=seed, n_prompts=30)
         result = oj.fit(design, "j+p", warn=False)
         layout, theta = result.layout, np.asarray(result.theta)
         mask = np.asarray(result.core.mask)
-        stats, eta, x_phi = _linear_rows(design, layout, theta, mask)
+        stats, eta, terms = _linear_rows(design, layout, theta, mask)
         free = np.flatnonzero(mask > 0)
-        proved = _certificate(stats, eta, np.asarray(x_phi @ layout.jacobian)[:, free], theta[free], 0.05)
+        x_phi = _csr(terms, len(eta), layout.n_phi)
+        x_theta = _theta_rows(terms, layout.jacobian[:, free])
+        np.testing.assert_allclose(x_theta, np.asarray(x_phi @ layout.jacobian)[:, free], rtol=1e-14, atol=1e-14)
+        proved = _certificate(stats, eta, x_theta, theta[free], 0.05)
         lp = _lp_direction(stats, x_phi, _free_phi(layout, mask), design.n_cand)
         assert not (proved and lp is not None)
 

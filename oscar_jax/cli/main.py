@@ -18,6 +18,7 @@ import warnings
 
 from .. import __version__  # (importing oscar_jax configured float64 and the persistent compile cache)
 from ..runtime.validate import OscarInputError, OscarNoteWarning
+from ..runtime.x64 import return_freed_memory
 
 __all__ = ["COMMANDS", "EXAMPLES", "build_parser", "main"]
 
@@ -141,6 +142,7 @@ def main(argv=None) -> int:
             message = f"{message} (entry removed; it is recompiled and cached again)"
         print(f"warning: {message}", file=sys.stderr)
 
+    return_freed_memory()  # before any data are read (runtime.x64)
     warnings.showwarning = show
     warnings.filterwarnings("ignore", category=OscarNoteWarning)  # the commands print the notes themselves
     from ..runtime.batching import compile_ahead, workers_setting

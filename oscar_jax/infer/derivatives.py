@@ -347,14 +347,38 @@ def cell_probabilities(theta, arrays: DesignArrays, layout: Layout):
 
 
 def cluster_scores_phi(theta, arrays: DesignArrays, layout: Layout, n_clusters: int, omega=None):
-    """Ψ_g in the expanded space φ (G × dim φ); ``cluster_scores`` maps it to θ."""
+    """Ψ_g in the expanded space φ (G × dim φ); ``cluster_scores`` maps it to θ.
+
+    Beyond CHUNK (prompt, cell) pairs the pairs are read CHUNK at a time in a ``lax.scan``
+    that adds into Ψ in place, so the per-pair work arrays (slots, local gradients: ~100
+    bytes a pair) stay at CHUNK whatever N (at 10⁶ records they were most of the sandwich's
+    peak). Up to CHUNK pairs (every simulated dataset of the sweeps) the one pass as before.
+    """
     jac = jnp.asarray(layout.jacobian)
     phi = jac @ theta
-    idx = local_index(layout, arrays.a, arrays.b, arrays.k)[arrays.pair_cell]
-    stats = arrays.pair_stats if omega is None else arrays.pair_stats * omega[arrays.pair_g][:, None]
-    _, grads, _ = column_derivatives(phi[idx].T, arrays.z[arrays.pair_cell].T, stats.T, layout, with_hess=False)
-    grads = jnp.stack(grads, axis=1)
-    return jnp.zeros((n_clusters, layout.n_phi), grads.dtype).at[arrays.pair_g[:, None], idx].add(grads)
+    n = arrays.pair_g.shape[0]
+
+    def scores(pair_cell, pair_g, pair_stats, idx=None):
+        if idx is None:
+            idx = local_index(layout, arrays.a[pair_cell], arrays.b[pair_cell], arrays.k[pair_cell])
+        stats = pair_stats if omega is None else pair_stats * omega[pair_g][:, None]
+        _, grads, _ = column_derivatives(phi[idx].T, arrays.z[pair_cell].T, stats.T, layout, with_hess=False)
+        return pair_g[:, None], idx, jnp.stack(grads, axis=1)
+
+    psi = jnp.zeros((n_clusters, layout.n_phi), phi.dtype)
+    if n <= CHUNK:
+        idx = local_index(layout, arrays.a, arrays.b, arrays.k)[arrays.pair_cell]
+        g, idx, grads = scores(arrays.pair_cell, arrays.pair_g, arrays.pair_stats, idx)
+        return psi.at[g, idx].add(grads)
+
+    def add(psi, lo, size):
+        take = lambda x: jax.lax.dynamic_slice_in_dim(x, lo, size)  # noqa: E731
+        g, idx, grads = scores(take(arrays.pair_cell), take(arrays.pair_g), take(arrays.pair_stats))
+        return psi.at[g, idx].add(grads)
+
+    n_full, rest = divmod(n, CHUNK)
+    psi = jax.lax.scan(lambda acc, i: (add(acc, i * CHUNK, CHUNK), None), psi, jnp.arange(n_full))[0]
+    return add(psi, n_full * CHUNK, rest) if rest else psi
 
 
 def cluster_scores(theta, arrays: DesignArrays, layout: Layout, n_clusters: int, omega=None):

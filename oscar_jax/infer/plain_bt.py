@@ -17,8 +17,14 @@ import numpy as np
 from ..model.links import sigmoid, softplus
 from ..model.params import helmert
 from .fit_core import CURVATURE_REL, IDENTIFIED_REL, STATIONARITY_TOL, FitCore
+from .sandwich import host_sym_solve, sandwich
 
-__all__ = ["BTSolution", "bt_core", "bt_fit_core", "bt_table"]
+__all__ = ["BTSolution", "bt_core", "bt_covariances", "bt_fit_core", "bt_table", "is_plain_bt"]
+
+
+def is_plain_bt(structure) -> bool:
+    """Plain BT: γ ≡ 1, no bias terms, fractional ties (a :class:`~oscar_jax.model.spec.Structure`)."""
+    return not structure.terms and not structure.learn_gamma and not structure.davidson
 
 
 def bt_table(a, b, w, wy, n_cand: int):
@@ -134,3 +140,37 @@ def bt_fit_core(arrays, layout, ridge: float, n_clusters: int, max_iter: int = 1
                    at_bound=np.bool_(False), n_clusters=np.int64(g_eff), clusters_ok=np.bool_(g_eff > p),
                    connected=np.bool_(connected), point_ok=np.bool_(point_ok), ok=np.bool_(point_ok and g_eff > p),
                    hess=sol.hess, info=sol.info)
+
+
+MEAT_BLOCK = 1 << 12  # clusters per block of the meat's sum (a block's Ψ is MEAT_BLOCK × C)
+
+
+def bt_covariances(core, arrays, layout, ridge: float, n_clusters: int):
+    """The cluster sandwich and model-based covariance of a plain-BT fit, in host numpy.
+
+    A pair's loss gradient in s is r (e_a − e_b), r = w σ(s_a − s_b) − wy (the residual
+    :func:`bt_core` sums over the pair table), so Ψ_g is a sum of residuals by (cluster,
+    candidate); the prompts are summed a block at a time (pairs are sorted by cluster) and
+    the dim-θ algebra is :func:`~oscar_jax.infer.sandwich.sandwich`'s. Equals the compiled
+    :func:`~oscar_jax.infer.sandwich.covariances` to rounding (tests/test_fit.py); every
+    cluster weighs one, as in a full-data fit.
+    """
+    c = layout.n_cand
+    s = layout.helmert @ np.asarray(core.theta, float)
+    pc, g = np.asarray(arrays.pair_cell), np.asarray(arrays.pair_g)
+    stats = np.asarray(arrays.pair_stats)
+    a, b = np.asarray(arrays.a)[pc], np.asarray(arrays.b)[pc]
+    r = stats[:, 0] * sigmoid(s[a] - s[b]) - stats[:, 1]
+    mean = (np.bincount(a, r, c) - np.bincount(b, r, c)) / n_clusters
+    meat = np.zeros((c, c))
+    starts = np.arange(0, n_clusters, MEAT_BLOCK)
+    bounds = np.searchsorted(g, np.append(starts, n_clusters))
+    for first, lo, hi in zip(starts, bounds[:-1], bounds[1:]):
+        rows = min(MEAT_BLOCK, n_clusters - first)
+        key = (g[lo:hi] - first) * c
+        psi = (np.bincount(key + a[lo:hi], r[lo:hi], rows * c)
+               - np.bincount(key + b[lo:hi], r[lo:hi], rows * c)).reshape(rows, c) - mean
+        meat += psi.T @ psi
+    v_phi = n_clusters / (n_clusters - 1.0) * meat
+    return sandwich(v_phi, layout.jacobian, np.asarray(core.mask, float), np.asarray(core.hess, float),
+                    np.asarray(core.info, float), ridge, np, host_sym_solve)

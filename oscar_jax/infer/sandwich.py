@@ -13,6 +13,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from .derivatives import cluster_scores_phi
 from ..model.design import DesignArrays
@@ -22,8 +23,8 @@ from ..runtime.jit import RUN_ONCE, persistent_jit, register_pytree_names
 # What a model-based (or independence-assuming posterior) interval must say of itself.
 INDEPENDENCE_NOTE = "assumes independent records; too narrow under prompt dependence"
 
-__all__ = ["Covariances", "covariances", "covariances_jit", "covariances_program", "delta_se", "field_probability",
-           "target_se", "targets", "targets_batch_jit", "Targets"]
+__all__ = ["Covariances", "covariances", "host_sym_solve", "sandwich", "covariances_jit", "covariances_program", "delta_se", "field_probability",
+           "host_target_se", "host_targets", "targets", "targets_batch_jit", "Targets"]
 
 
 class Covariances(NamedTuple):
@@ -38,6 +39,33 @@ def _sym_solve(h, rhs):
     return jax.scipy.linalg.cho_solve((chol, True), rhs)
 
 
+MEAT_ROWS = 1 << 12  # clusters per block of the meat's sum beyond one block (~5 MB of work arrays at dim φ 160)
+
+
+def _centred_meat(psi, omega, mean):
+    """Σ_g ω_g (Ψ_g − Ψ̄)(Ψ_g − Ψ̄)ᵀ.
+
+    Beyond MEAT_ROWS clusters the sum runs over blocks of rows in a loop: the centred and
+    weighted copies of the whole (G × dim φ) Ψ were two of the three such arrays at the
+    sandwich's peak (+100 MB at 10⁶ records). A block that would run past the end is moved
+    back to end at G, and the rows it repeats weigh 0. Up to MEAT_ROWS the one product as before.
+    """
+    n = psi.shape[0]
+    if n <= MEAT_ROWS:
+        centred = psi - mean
+        return (centred.T * omega) @ centred
+
+    def block(i, acc):
+        lo = jnp.minimum(i * MEAT_ROWS, n - MEAT_ROWS)
+        rows = lo + jnp.arange(MEAT_ROWS)
+        w = jnp.where(rows >= i * MEAT_ROWS, jax.lax.dynamic_slice_in_dim(omega, lo, MEAT_ROWS), 0.0)
+        centred = jax.lax.dynamic_slice_in_dim(psi, lo, MEAT_ROWS) - mean
+        return acc + (centred.T * w) @ centred
+
+    zero = jnp.zeros((psi.shape[1],) * 2, psi.dtype)
+    return jax.lax.fori_loop(0, -(-n // MEAT_ROWS), block, zero)
+
+
 def covariances(theta, mask, hess, info, arrays: DesignArrays, omega, *, layout: Layout,
                 n_clusters: int, ridge) -> Covariances:
     """Cluster-robust and model-based covariance of θ̂.
@@ -46,25 +74,35 @@ def covariances(theta, mask, hess, info, arrays: DesignArrays, omega, *, layout:
     coordinates), ``info`` the unpenalized expected information (zero on fixed), ``omega``
     the cluster weights the fit used: a cluster of weight ω counts as ω clusters.
     """
-    outer = jnp.outer(mask, mask)
-    jac = jnp.asarray(layout.jacobian)
     # Ψ_g in the expanded space φ (unit weights); V = Jᵀ V_φ J. Forming V_φ first avoids
     # the (G × dim φ) · (dim φ × dim θ) product, the largest cost when G ~ N.
     psi = cluster_scores_phi(theta, arrays, layout, n_clusters)
     omega = jnp.asarray(omega, psi.dtype)
     g_eff = jnp.sum(omega)
-    mean = (omega @ psi) / g_eff
-    centred = psi - mean
-    v_phi = (g_eff / (g_eff - 1.0)) * (centred.T * omega) @ centred
+    v_phi = (g_eff / (g_eff - 1.0)) * _centred_meat(psi, omega, (omega @ psi) / g_eff)
+    return sandwich(v_phi, jnp.asarray(layout.jacobian), mask, hess, info, ridge, jnp, _sym_solve)
+
+
+def sandwich(v_phi, jac, mask, hess, info, ridge, xp, sym_solve) -> Covariances:
+    """Ĥ⁻¹ (Jᵀ V_φ J) Ĥ⁻ᵀ and [I + λI]⁻¹ on the free coordinates (zero on fixed ones): the
+    dim-θ algebra of :func:`covariances`, in ``xp`` (jax.numpy compiled, or numpy for a fit
+    whose meat is summed on the host: :func:`~oscar_jax.infer.plain_bt.bt_covariances`)."""
+    outer = xp.outer(mask, mask)
     v = (jac.T @ v_phi @ jac) * outer
-    a = _sym_solve(hess, v)
-    cluster = _sym_solve(hess, a.T).T * outer
+    a = sym_solve(hess, v)
+    cluster = sym_solve(hess, a.T).T * outer
     cluster = 0.5 * (cluster + cluster.T)
-    n = theta.shape[0]
-    pen_info = info + ridge * jnp.eye(n) * outer + jnp.diag(1.0 - mask)
-    model = _sym_solve(pen_info, jnp.eye(n)) * outer
+    n = mask.shape[0]
+    pen_info = info + ridge * xp.eye(n) * outer + xp.diag(1.0 - mask)
+    model = sym_solve(pen_info, xp.eye(n)) * outer
     model = 0.5 * (model + model.T)
     return Covariances(cluster=cluster, model=model)
+
+
+def host_sym_solve(h, rhs):
+    """:func:`_sym_solve` in host numpy (Cholesky, then two solves with the factor)."""
+    chol = np.linalg.cholesky(h)
+    return np.linalg.solve(chol.T, np.linalg.solve(chol, rhs))
 
 
 class Targets(NamedTuple):
@@ -79,42 +117,50 @@ class Targets(NamedTuple):
     field: jax.Array      # (C,) logit of mean_{j≠i} q_ij (win probability against the field)
 
 
-def field_probability(q):
-    """(C,) mean_{j≠i} q_ij of a (C, C) win-probability matrix: the win probability against the field."""
+def field_probability(q, xp=jnp):
+    """(…, C) mean_{j≠i} q_ij of a (…, C, C) win-probability matrix: the win probability against the field."""
     c = q.shape[-1]
-    off = 1.0 - jnp.eye(c, dtype=q.dtype)
-    return jnp.sum(q * off, axis=1) / (c - 1)
+    off = 1.0 - xp.eye(c, dtype=q.real.dtype)
+    return xp.sum(q * off, axis=-1) / (c - 1)
 
 
-def targets(theta, layout: Layout, weights=None) -> Targets:
+def _host_sigmoid(x):
+    # 1/(1 + e^{−x}), analytic, so that complex steps through it (host_target_se) are exact.
+    with np.errstate(over="ignore"):
+        return 1.0 / (1.0 + np.exp(-x))
+
+
+def targets(theta, layout: Layout, weights=None, xp=jnp) -> Targets:
     """Scores, log γ, log κ and the average-judge targets at θ.
 
     ``weights`` (K,) weigh the judges in γ̄ = Σ w_k γ_k / Σ w_k: the fit's
     :func:`~oscar_jax.infer.identification.average_judge_weights` (1 for a judge whose γ
     the data determine, 0 for one only the ridge holds), so that the average-judge scale
     is not made by the ridge; None weighs every judge alike (simulation truths).
+    ``xp``: jax.numpy (compiled, vmapped over draws) or numpy, where θ may carry leading
+    batch axes and be complex (:func:`host_target_se`): the one definition for both.
     """
-    jac = jnp.asarray(layout.jacobian)
-    phi = jac @ theta
+    jac = xp.asarray(layout.jacobian)
+    phi = jac @ theta if theta.ndim == 1 else theta @ jac.T
     pb = layout.phi_blocks
-    s = phi[pb["s"]]
+    s = phi[..., pb["s"]]
     if layout.structure.learn_gamma:
-        log_gamma = phi[pb["v"]]
+        log_gamma = phi[..., pb["v"]]
     else:
-        log_gamma = jnp.zeros(layout.n_judge, theta.dtype)
-    gamma = jnp.exp(log_gamma)
+        log_gamma = xp.zeros(theta.shape[:-1] + (layout.n_judge,), theta.dtype)
+    gamma = xp.exp(log_gamma)
     if weights is None:
-        gamma_bar = jnp.mean(gamma)
+        gamma_bar = xp.mean(gamma, axis=-1)
     else:
-        w = jnp.asarray(weights, gamma.dtype)
-        gamma_bar = jnp.sum(w * gamma) / jnp.sum(w)
-    x = gamma_bar * s
-    h = gamma_bar * (s[:, None] - s[None, :])
-    rms = jnp.sqrt(jnp.mean(s ** 2))
-    log_kappa = log_gamma + jnp.log(rms)
-    field = field_probability(jax.nn.sigmoid(h))
+        w = xp.asarray(weights, gamma.real.dtype)
+        gamma_bar = xp.sum(w * gamma, axis=-1) / xp.sum(w)
+    x = gamma_bar[..., None] * s
+    h = gamma_bar[..., None, None] * (s[..., :, None] - s[..., None, :])
+    rms = xp.sqrt(xp.mean(s ** 2, axis=-1))
+    log_kappa = log_gamma + xp.log(rms)[..., None]
+    field = field_probability(jax.nn.sigmoid(h) if xp is jnp else _host_sigmoid(h), xp)
     return Targets(s=s, x=x, h=h, log_gamma=log_gamma, log_kappa=log_kappa, gamma_bar=gamma_bar,
-                   field=jnp.log(field) - jnp.log1p(-field))
+                   field=xp.log(field) - xp.log1p(-field))
 
 
 def delta_se(fn, theta, cov):
@@ -129,8 +175,36 @@ def delta_se(fn, theta, cov):
     return jax.tree_util.tree_map(se, jac)
 
 
-def _target_se(theta, cov, layout: Layout, weights=None) -> Targets:
-    return delta_se(lambda th: targets(th, layout, weights), theta, cov)
+COMPLEX_STEP = 1e-30  # ∂f/∂θ_p = Im f(θ + i·h·e_p)/h + O(h²): exact to rounding, no cancellation
+
+
+def host_targets(theta, layout: Layout, weights=None) -> Targets:
+    """:func:`targets` at one θ in host numpy: microseconds, where a compiled program costs
+    a fit's first run compiling and every run loading it."""
+    with np.errstate(divide="ignore", invalid="ignore"):  # as compiled: a field probability of 0 or 1 is ∓inf
+        return targets(np.asarray(theta, np.float64), layout, weights, xp=np)
+
+
+def host_target_se(theta, cov, layout: Layout, weights=None) -> Targets:
+    """Delta-method SEs of every field of :func:`targets`, in host numpy.
+
+    The Jacobian is taken by complex steps (Squire and Trapp 1998; Martins, Sturdza and
+    Alonso 2003) through the same :func:`targets`: all dim θ steps in one batched call.
+    No difference is taken, so the derivative is exact to rounding at any step this small
+    (the targets are analytic in θ); it equals :func:`delta_se`'s forward-mode Jacobian to
+    ~1e-15 (tests/test_fit.py)."""
+    theta = np.asarray(theta, np.float64)
+    p = theta.shape[0]
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        t = targets(theta[None, :] + 1j * COMPLEX_STEP * np.eye(p), layout, weights, xp=np)
+        cov = np.asarray(cov, np.float64)
+
+        def se(x):
+            j = x.imag.reshape(p, -1).T / COMPLEX_STEP  # (outputs, P)
+            var = np.einsum("ip,pq,iq->i", j, cov, j)
+            return np.sqrt(np.maximum(var, 0.0)).reshape(x.shape[1:])
+
+        return Targets(*(se(x) for x in t))
 
 
 register_pytree_names(Covariances, Targets)
@@ -144,11 +218,6 @@ def covariances_program(n_cells: int):
     optimised, 6.8 not) and the optimisations cost 0.1 s of compilation; at 10⁶ records
     they pay (0.16 s against 0.21 s)."""
     return _covariances_run_once if n_cells < 100_000 else covariances_jit
-
-
-target_se = persistent_jit(_target_se, static_argnames=("layout",), compiler_options=RUN_ONCE)
-target_se.__doc__ = "Delta-method standard errors of every field of :func:`targets` (jitted)."
-targets_jit = persistent_jit(targets, static_argnames=("layout",), compiler_options=RUN_ONCE)
 
 
 def _targets_of_draws(draws, layout: Layout, weights=None) -> Targets:

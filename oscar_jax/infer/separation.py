@@ -31,19 +31,19 @@ def separation(design, layout, theta, mask, ridge):
     delta_phi = np.zeros(layout.n_phi)
     grouped = design.arrays.group_cell is not None
     if not grouped:
-        stats, eta, x_phi = _linear_rows(design, layout, theta, mask)
+        stats, eta, terms = _linear_rows(design, layout, theta, mask)
     proved = False
     if not layout.structure.davidson:
         if grouped:
             proved = _grouped_certificate(design, layout, theta, free_theta)
         else:
-            x_theta = np.asarray((x_phi @ layout.jacobian))[:, free_theta]
+            x_theta = _theta_rows(terms, layout.jacobian[:, free_theta])
             proved = _certificate(stats, eta, x_theta, theta[free_theta], ridge)
     if proved:
         return False, "certificate", delta_phi
     free_phi = _free_phi(layout, mask)
     delta = (_grouped_lp_direction(_Grouped(design, layout, theta), free_phi, design.n_cand) if grouped
-             else _lp_direction(stats, x_phi, free_phi, design.n_cand))
+             else _lp_direction(stats, _csr(terms, len(eta), layout.n_phi), free_phi, design.n_cand))
     if delta is None:
         return False, "lp", delta_phi
     delta_phi[free_phi] = delta
@@ -51,31 +51,54 @@ def separation(design, layout, theta, mask, ridge):
 
 
 def _linear_rows(design, layout, theta, mask):
-    """Cell statistics and the linearised covariate rows x_c = ∂η_c/∂φ as a sparse matrix."""
+    """Cell statistics, η and the linearised covariate rows x_c = ∂η_c/∂φ as :func:`_row_terms`."""
     arr = design.arrays
-    eta, x_phi = _rows_at(layout, theta, arr.a, arr.b, arr.k, np.asarray(arr.z, dtype=float))
-    return np.asarray(arr.stats, dtype=float), eta, x_phi
+    eta, terms = _row_terms(layout, theta, arr.a, arr.b, arr.k, np.asarray(arr.z, dtype=float))
+    return np.asarray(arr.stats, dtype=float), eta, terms
+
+
+def _theta_rows(terms, jac):
+    """The dense (n × dim θ) rows x_c J of :func:`_row_terms`' φ rows: the certificate's
+    matrix, without scipy.sparse (whose import cost every fit ~0.1 CPU-s)."""
+    out = None
+    for col, val in terms:
+        part = val[:, None] * jac[col]
+        out = part if out is None else out + part
+    return out
+
+
+def _csr(terms, n, n_phi):
+    """The sparse (n × n_phi) matrix of :func:`_row_terms`' rows (the LP's; scipy loads only here)."""
+    from scipy.sparse import csr_matrix
+
+    rows = np.tile(np.arange(n), len(terms))
+    cols = np.concatenate([col for col, _ in terms])
+    vals = np.concatenate([val for _, val in terms])
+    return csr_matrix((vals, (rows, cols)), shape=(n, n_phi))
 
 
 def _rows_at(layout, theta, a, b, k, z):
     """(η, x = ∂η/∂φ as a sparse (n × n_phi) matrix) of rows (a, b, k) with covariates z (n, 2+U)."""
-    from scipy.sparse import csr_matrix
+    eta, terms = _row_terms(layout, theta, a, b, k, z)
+    return eta, _csr(terms, len(eta), layout.n_phi)
 
+
+def _row_terms(layout, theta, a, b, k, z):
+    """(η, x = ∂η/∂φ as (column, value) pairs of (n,) arrays: row i has value[i] at column[i]
+    of each pair) of rows (a, b, k) with covariates z (n, 2+U)."""
     a, b, k = (np.asarray(x, dtype=np.int64) for x in (a, b, k))
     phi = layout.jacobian @ theta
     pb = layout.phi_blocks
     s = phi[pb["s"]]
     gamma = np.exp(phi[pb["v"]]) if layout.structure.learn_gamma else np.ones(layout.n_judge)
     g = gamma[k]
-    rows, cols, vals = [], [], []
+    terms = []
     n = len(a)
-    idx = np.arange(n)
     eta = g * (s[a] - s[b])
 
     def add(col, val):
-        rows.append(idx)
-        cols.append(np.asarray(col, dtype=np.int64))
-        vals.append(np.broadcast_to(np.asarray(val, dtype=float), (n,)))
+        terms.append((np.broadcast_to(np.asarray(col, dtype=np.int64), (n,)),
+                      np.broadcast_to(np.asarray(val, dtype=float), (n,))))
 
     add(a, g)
     add(b, -g)
@@ -93,9 +116,7 @@ def _rows_at(layout, theta, a, b, k, z):
         cov = np.ones(n) if t == "pos" else z[:, 0] if t == "len" else z[:, 1]
         add(pb[t].start + k, cov)
         eta = eta + phi[pb[t].start + k] * cov
-    x_phi = csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
-                       shape=(n, layout.n_phi))
-    return eta, x_phi
+    return eta, terms
 
 
 def _stiemke_cells(eta, S):

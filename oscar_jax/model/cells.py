@@ -53,7 +53,10 @@ def code_cells(a, b, k, z, n_cand: int, n_judge: int) -> tuple[np.ndarray, np.nd
 
 def sum_by(codes: np.ndarray, values, n: int) -> np.ndarray:
     """(n, m) sums of the m record columns ``values`` by code, in record order."""
-    return np.column_stack([np.bincount(codes, weights=v, minlength=n) for v in values])
+    out = np.empty((n, len(values)))
+    for j, v in enumerate(values):  # column by column: a stack of all the columns was a second copy
+        out[:, j] = np.bincount(codes, weights=v, minlength=n)
+    return out
 
 
 # Below this many cells a derivative pass costs microseconds either way; above it, grouping

@@ -208,6 +208,9 @@ def build_design(frame: pd.DataFrame, *, reference_judge: str | None = None, fam
 
     prompt_codes, prompts = pd.factorize(id_text(frame["prompt"]), sort=False)
     g = prompt_codes.astype(np.int32)
+    # Per-record temporaries are dropped once used (del below): at 10⁶ records each is 8 MB,
+    # and together they set the design's peak.
+    del prompt_codes
 
     # Length contrast L = log((ℓ_A+1)/(ℓ_B+1)) / s_L (Section 3.2), s_L with divisor N.
     has_length = "len_a" in frame.columns and "len_b" in frame.columns
@@ -230,6 +233,7 @@ def build_design(frame: pd.DataFrame, *, reference_judge: str | None = None, fam
             scale = None
         else:
             L = log_ratio / scale
+            del la, lb, log_ratio
             if report is not None and getattr(report, "lengths", ""):
                 notes.append(report.lengths)
     else:
@@ -271,6 +275,9 @@ def build_design(frame: pd.DataFrame, *, reference_judge: str | None = None, fam
     pair_uniques, pair_codes = np.unique(pair_key, return_inverse=True)  # sorted: by cluster, then cell
     pair_uniques = np.asarray(pair_uniques, dtype=np.int64)
     pair_stats = sum_by(pair_codes, rec_stats, len(pair_uniques))
+    del pair_key, rec_stats
+    cell_group = record_group[first]
+    del record_group
 
     check_live(w, a, b, k, candidates, judges)
     # Numeric codes first (cheap); only where they repeat, every column of the frame decides. A
@@ -283,6 +290,7 @@ def build_design(frame: pd.DataFrame, *, reference_judge: str | None = None, fam
     dup = np.zeros(n, bool)
     if maybe.size:
         dup[maybe] = frame.iloc[maybe].astype(str).duplicated().to_numpy()
+    del shared, maybe, pair_codes, y, is_tie
     if dup.any():
         notes.append(f"{int(dup.sum())} record(s) repeat an earlier record exactly (same prompt, candidates, order, "
                      f"judge and outcome; first: row {int(np.flatnonzero(dup)[0]) + 1}); each counts as a separate "
@@ -295,6 +303,7 @@ def build_design(frame: pd.DataFrame, *, reference_judge: str | None = None, fam
         else:  # a weight-0 record carries no comparison, so it links nothing
             live = w > 0
             n_comp, labels = components(a[live], b[live], len(candidates))
+        del triples
         if n_comp > 1:
             groups = [sorted(candidates[i] for i in np.flatnonzero(labels == c)) for c in range(n_comp)]
             shown = "; ".join("{" + ", ".join(gr[:8]) + (", …" if len(gr) > 8 else "") + "}" for gr in groups)
@@ -304,20 +313,24 @@ def build_design(frame: pd.DataFrame, *, reference_judge: str | None = None, fam
             )
 
     judge_counts = np.bincount(k, minlength=len(judges))
+    candidate_votes = np.bincount(a, minlength=len(candidates)) + np.bincount(b, minlength=len(candidates))
+    z = np.column_stack([L[first], F, X[first]]).astype(np.float64)
+    del a, b, k, w, L, X, F, first
     # Cast on the host and device_put: jnp.asarray compiles a copy program per shape.
     put = jax.device_put
     arrays = DesignArrays(
         a=put(np.asarray(a_c, np.int32)),
         b=put(np.asarray(b_c, np.int32)),
         k=put(np.asarray(k_c, np.int32)),
-        z=put(np.column_stack([L[first], F, X[first]]).astype(np.float64)),
+        z=put(z),
         stats=put(np.asarray(cell_stats, np.float64)),
         pair_cell=put(np.asarray(pair_uniques % n_cells, np.int32)),
         pair_g=put(np.asarray(pair_uniques // n_cells, np.int32)),
         pair_stats=put(np.asarray(pair_stats, np.float64)),
     )
+    del z, a_c, b_c, k_c, cell_stats, pair_uniques, pair_stats
     # Cells are numbered by first appearance, so their groups keep the records' numbering.
-    arrays = with_groups(arrays, len(candidates), len(judges), codes=record_group[first])
+    arrays = with_groups(arrays, len(candidates), len(judges), codes=cell_group)
     return Design(
         arrays=arrays,
         candidates=candidates,
@@ -337,7 +350,6 @@ def build_design(frame: pd.DataFrame, *, reference_judge: str | None = None, fam
         family_nonzero=family_nonzero,
         counts={
             "judge_records": {judges[i]: int(c) for i, c in enumerate(judge_counts)},
-            "candidate_votes": {candidates[i]: int(c) for i, c in
-                                enumerate(np.bincount(a, minlength=len(candidates)) + np.bincount(b, minlength=len(candidates)))},
+            "candidate_votes": {candidates[i]: int(c) for i, c in enumerate(candidate_votes)},
         },
     )

@@ -14,7 +14,8 @@ from statistics import NormalDist
 from ..infer.fit_core import FitCore
 from ..model.design import Design
 from ..model.params import Layout, Params
-from ..infer.sandwich import Covariances, covariances_program, target_se, targets_jit
+from ..infer.plain_bt import bt_covariances, is_plain_bt
+from ..infer.sandwich import Covariances, covariances_program, host_target_se, host_targets
 from ..model.links import net_preference, sigmoid
 from ..model.spec import ModelSpec
 from ..runtime.validate import check_choice
@@ -46,16 +47,14 @@ def _covariances_call(design: Design, layout: Layout, ridge, theta, mask, hess, 
 
 
 def prepare_report_programs(design: Design, layout: Layout, ridge) -> None:
-    """Compile ahead (:func:`~oscar_jax.runtime.batching.compile_ahead`) the programs that
-    :class:`FitResult` reports with on a fit of this shape: covariances, targets and their
-    delta-method SEs, with the argument types :attr:`FitResult.cov` and the rest pass."""
+    """Compile ahead (:func:`~oscar_jax.runtime.batching.compile_ahead`) the program that
+    :class:`FitResult` reports with on a fit of this shape, the covariances, with the
+    argument types :attr:`FitResult.cov` passes. (The targets and their delta-method SEs
+    are dim-θ arithmetic, done in host numpy: :func:`~oscar_jax.infer.sandwich.host_targets`.)"""
     vec, mat = (jax.ShapeDtypeStruct(shape, np.float64) for shape in ((layout.n_theta,), (layout.n_theta,) * 2))
     omega = jax.ShapeDtypeStruct((design.n_clusters,), np.float64)
     program, args, kw = _covariances_call(design, layout, ridge, vec, vec, mat, mat, omega)
     program.prepare(*args, **kw)
-    weights = jax.ShapeDtypeStruct((layout.n_judge,), np.float64)
-    target_se.prepare(vec, mat, layout, weights)
-    targets_jit.prepare(vec, layout, weights)
 
 
 @dataclass(frozen=True, eq=False)
@@ -88,6 +87,8 @@ class FitResult:
         if not bool(self.core.curvature_ok):
             return None
         c = self.core
+        if is_plain_bt(self.layout.structure):  # its meat is residuals by (prompt, candidate): host numpy
+            return bt_covariances(c, self.design.arrays, self.layout, self.effective_spec.ridge, self.design.n_clusters)
         # Host arrays go to the jitted function as they are (jnp.asarray would compile a copy
         # program per shape in every new process).
         program, args, kw = _covariances_call(self.design, self.layout, self.effective_spec.ridge, c.theta, c.mask,
@@ -132,8 +133,7 @@ class FitResult:
     @cached_property
     def targets(self):
         """Targets at θ̂ (:class:`~oscar_jax.infer.sandwich.Targets`: s, x, h, field, log γ, log κ, γ̄)."""
-        t = targets_jit(self.theta, self.layout, self.gbar_weights)
-        return jax.tree_util.tree_map(np.asarray, t)
+        return host_targets(self.theta, self.layout, self.gbar_weights)
 
     @cached_property
     def gbar_weights(self) -> np.ndarray:
@@ -182,9 +182,9 @@ class FitResult:
         if kind not in cache:
             cov = self.covariance(kind)
             theta = self.theta
-            se_t = target_se(theta, cov, self.layout, self.gbar_weights)
+            se_t = host_target_se(theta, cov, self.layout, self.gbar_weights)
             se_theta = np.sqrt(np.maximum(np.diag(np.asarray(cov)), 0.0))
-            cache[kind] = (jax.tree_util.tree_map(np.asarray, se_t), se_theta)
+            cache[kind] = (se_t, se_theta)
         return cache[kind]
 
     @property
