@@ -16,7 +16,7 @@ from functools import lru_cache
 import jax
 import numpy as np
 
-from .infer.fit_core import fit_core_seeded_jit
+from .infer.fit_core import fit_core_program
 from .infer.plain_bt import bt_fit_core, is_plain_bt
 from .model.problem import Problem, prepare
 from .model.spec import ModelSpec, parse_model
@@ -152,10 +152,11 @@ def _fit(problem: Problem, *, starts, seed, ci_prob, max_iter, warn, report_prog
               v_bound=eff.v_bound, max_iter=max_iter, stats=design.arrays.stats)
     # Inside compile_ahead (the CLI): trace the fit first, then hand what will report on it
     # to the worker thread, whose tracing then runs while this thread compiles the fit.
-    fit_core_seeded_jit.preload(*args, **kw)
+    program = fit_core_program(design.n_cells)
+    program.preload(*args, **kw)
     if report_programs and not is_plain_bt(eff.structure()):  # plain BT reports in host numpy
         prepare_report_programs(design, layout, eff.ridge)
-    core = fit_core_seeded_jit(*args, **kw)
+    core = program(*args, **kw)
     core = type(core)(*jax.device_get(tuple(core)))
     return _result(problem, core, ci_prob, warn)
 

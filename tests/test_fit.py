@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 import oscar_jax as oj
-from oscar_jax.infer.fit_core import fit_core_jit, fit_core_seeded_jit
+from oscar_jax.infer.fit_core import fit_core_jit, fit_core_program
 from oscar_jax.infer.starts import seeded_starts
 from oscar_jax.model.params import helmert
 from oscar_jax.simulate import SimParams, TABLE_G1, family_map_of, simulate_frame, truth_of
@@ -116,10 +116,11 @@ def test_fit_core_traces_once():
     d1 = oj.simulate_design(seed=11, n_prompts=150)
     d2 = oj.simulate_design(seed=12, n_prompts=150)
     res = oj.fit(d1, "j+p")
-    before = fit_core_seeded_jit._cache_size()
+    program = fit_core_program(d1.n_cells)
+    before = program._cache_size()
     oj.fit(d1, "j+p")
     oj.fit(d2, "j+p") if d2.n_cells == d1.n_cells and d2.arrays.pair_g.shape == d1.arrays.pair_g.shape else None
-    assert fit_core_seeded_jit._cache_size() == before
+    assert program._cache_size() == before
     # The fit draws its starts inside its program: the standalone draw's starts. The two
     # programs may round differently (fusion, FMA), so the start objectives agree to
     # rounding and the estimates to the solver's convergence (|step| ≤ 1e-10 scale).

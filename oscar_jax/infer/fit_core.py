@@ -17,7 +17,7 @@ from .derivatives import (expected_information, grouped_cells, information_from_
                           value_grad_hess_moments)
 from ..model.design import DesignArrays, cell_stats_from_cluster_weights
 from ..model.params import Layout
-from ..runtime.jit import persistent_jit, register_pytree_names
+from ..runtime.jit import RUN_ONCE, persistent_jit, register_pytree_names
 from .selection import column_mask, components_connected
 from .solver import at_active_bound, lm_minimize
 from .starts import draw_seeded_starts
@@ -321,3 +321,14 @@ register_pytree_names(FitCore, DesignArrays)
 fit_core_jit = persistent_jit(fit_core, static_argnames=("layout", "n_clusters", "max_iter", "eigenvalues", "adaptive"))
 fit_core_seeded_jit = persistent_jit(fit_core_seeded, static_argnames=("n_starts", "layout", "n_clusters", "max_iter",
                                                                        "adaptive"))
+_fit_core_seeded_run_once = persistent_jit(fit_core_seeded, static_argnames=("n_starts", "layout", "n_clusters",
+                                                                             "max_iter", "adaptive"),
+                                           compiler_options=RUN_ONCE)
+
+
+def fit_core_program(n_cells: int):
+    """:data:`fit_core_seeded_jit`, or below 10⁵ cells the same program compiled without
+    XLA's backend optimisations: a first run on MT-Bench-sized data then compiles it in
+    1.6 CPU-s instead of 2.6, and each fit runs in ~5 ms instead of ~2 (Chatbot Arena
+    10k: 6.9 against 2.3 ms); at 10⁵ cells and beyond the optimised passes pay."""
+    return _fit_core_seeded_run_once if n_cells < 100_000 else fit_core_seeded_jit
