@@ -279,3 +279,9 @@ def test_plain_bt_covariances_on_the_host_equal_the_compiled_sandwich(monkeypatc
         assert np.max(np.abs(g - w)) <= 1e-12 * np.max(np.abs(w)), name
     g = design.n_clusters
     assert np.max(np.abs(got.cluster * (g - 1) / g - np.asarray(want.cluster))) > 1e-4 * np.max(np.abs(want.cluster))
+    # Pairs in another order (a design not from build_design): the same covariances.
+    order = np.random.default_rng(0).permutation(int(design.arrays.pair_g.shape[0]))
+    arrays = design.arrays._replace(**{f: np.asarray(getattr(design.arrays, f))[order]
+                                       for f in ("pair_cell", "pair_g", "pair_stats")})
+    shuffled = plain_bt.bt_covariances(c, arrays, res.layout, res.effective_spec.ridge, design.n_clusters)
+    np.testing.assert_allclose(shuffled.cluster, got.cluster, rtol=1e-12, atol=1e-15)

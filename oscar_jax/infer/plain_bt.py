@@ -150,7 +150,7 @@ def bt_covariances(core, arrays, layout, ridge: float, n_clusters: int):
 
     A pair's loss gradient in s is r (e_a − e_b), r = w σ(s_a − s_b) − wy (the residual
     :func:`bt_core` sums over the pair table), so Ψ_g is a sum of residuals by (cluster,
-    candidate); the prompts are summed a block at a time (pairs are sorted by cluster) and
+    candidate); the prompts are summed a block at a time (the pairs sorted by cluster) and
     the dim-θ algebra is :func:`~oscar_jax.infer.sandwich.sandwich`'s. Equals the compiled
     :func:`~oscar_jax.infer.sandwich.covariances` to rounding (tests/test_fit.py); every
     cluster weighs one, as in a full-data fit.
@@ -159,6 +159,9 @@ def bt_covariances(core, arrays, layout, ridge: float, n_clusters: int):
     s = layout.helmert @ np.asarray(core.theta, float)
     pc, g = np.asarray(arrays.pair_cell), np.asarray(arrays.pair_g)
     stats = np.asarray(arrays.pair_stats)
+    if np.any(np.diff(g) < 0):  # build_design sorts the pairs by cluster; a design made otherwise is sorted here
+        order = np.argsort(g, kind="stable")
+        pc, g, stats = pc[order], g[order], stats[order]
     a, b = np.asarray(arrays.a)[pc], np.asarray(arrays.b)[pc]
     r = stats[:, 0] * sigmoid(s[a] - s[b]) - stats[:, 1]
     mean = (np.bincount(a, r, c) - np.bincount(b, r, c)) / n_clusters
