@@ -51,15 +51,22 @@ def model_layout(design, model: str = "oscar"):
     return design.layout(spec), spec
 
 
-def record_threads(monkeypatch, module) -> list:
-    """Names of the threads that call ``module.to_host`` from now on (chunks of a batch)."""
+def record_threads(monkeypatch, module, rendezvous: int = 0) -> list:
+    """Names of the threads that call ``module.to_host`` from now on (chunks of a batch).
+
+    ``rendezvous`` n > 1: the first n calls wait for one another (10 s at most), so they run
+    on n threads at once even when a chunk would finish before the next one is submitted
+    (a loaded machine: the pool then reuses its one idle thread)."""
     import threading
 
     names = []
     real = module.to_host
+    barrier = threading.Barrier(rendezvous, timeout=10) if rendezvous > 1 else None
 
     def spy(tree):
         names.append(threading.current_thread().name)
+        if barrier is not None and len(names) <= rendezvous:
+            barrier.wait()
         return real(tree)
 
     monkeypatch.setattr(module, "to_host", spy)

@@ -262,11 +262,10 @@ def test_chunks_side_by_side_on_threads_give_the_same_bits(design, full, monkeyp
     # Three chunks (the last padded) on one thread and on three: every field bit for bit.
     import oscar_jax.infer.batch_fit as batch_fit
 
-    threads = record_threads(monkeypatch, batch_fit)
     runs = {}
     for workers in ("1", "3"):
         monkeypatch.setenv(WORKERS_ENV, workers)
-        threads.clear()
+        threads = record_threads(monkeypatch, batch_fit, rendezvous=2 if workers == "3" else 0)
         runs[workers] = bootstrap(design, MODEL, replicates=20, seed=0, full=full, chunk_size=CHUNK).batch.core
         names = set(threads)
         assert len(threads) == 3

@@ -15,6 +15,7 @@ import jax.numpy as jnp
 
 from .derivatives import (expected_information, grouped_cells, information_from_moments, value_grad_hess,
                           value_grad_hess_moments)
+from ..model.cells import GROUP_MIN_CELLS
 from ..model.design import DesignArrays, cell_stats_from_cluster_weights
 from ..model.params import Layout
 from ..runtime.jit import RUN_ONCE, persistent_jit, register_pytree_names
@@ -327,8 +328,9 @@ _fit_core_seeded_run_once = persistent_jit(fit_core_seeded, static_argnames=("n_
 
 
 def fit_core_program(n_cells: int):
-    """:data:`fit_core_seeded_jit`, or below 10⁵ cells the same program compiled without
-    XLA's backend optimisations: a first run on MT-Bench-sized data then compiles it in
-    1.6 CPU-s instead of 2.6, and each fit runs in ~5 ms instead of ~2 (Chatbot Arena
-    10k: 6.9 against 2.3 ms); at 10⁵ cells and beyond the optimised passes pay."""
-    return _fit_core_seeded_run_once if n_cells < 100_000 else fit_core_seeded_jit
+    """:data:`fit_core_seeded_jit`, or below GROUP_MIN_CELLS (2¹⁵) cells the same program
+    compiled without XLA's backend optimisations: a first run on MT-Bench-sized data then
+    compiles it in 1.6 CPU-s instead of 2.6, and each fit runs in ~5 ms instead of ~2
+    (Chatbot Arena 10k: 6.9 against 2.3 ms). A grouped design (Arena scale) keeps the
+    optimised passes, which a fit of 10⁵ records and more repays."""
+    return _fit_core_seeded_run_once if n_cells < GROUP_MIN_CELLS else fit_core_seeded_jit

@@ -16,6 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .derivatives import cluster_scores_phi
+from ..model.links import sigmoid
 from ..model.design import DesignArrays
 from ..model.params import Layout
 from ..runtime.jit import RUN_ONCE, persistent_jit, register_pytree_names
@@ -124,12 +125,6 @@ def field_probability(q, xp=jnp):
     return xp.sum(q * off, axis=-1) / (c - 1)
 
 
-def _host_sigmoid(x):
-    # 1/(1 + e^{−x}), analytic, so that complex steps through it (host_target_se) are exact.
-    with np.errstate(over="ignore"):
-        return 1.0 / (1.0 + np.exp(-x))
-
-
 def targets(theta, layout: Layout, weights=None, xp=jnp) -> Targets:
     """Scores, log γ, log κ and the average-judge targets at θ.
 
@@ -158,7 +153,7 @@ def targets(theta, layout: Layout, weights=None, xp=jnp) -> Targets:
     h = gamma_bar[..., None, None] * (s[..., :, None] - s[..., None, :])
     rms = xp.sqrt(xp.mean(s ** 2, axis=-1))
     log_kappa = log_gamma + xp.log(rms)[..., None]
-    field = field_probability(jax.nn.sigmoid(h) if xp is jnp else _host_sigmoid(h), xp)
+    field = field_probability(jax.nn.sigmoid(h) if xp is jnp else sigmoid(h), xp)
     return Targets(s=s, x=x, h=h, log_gamma=log_gamma, log_kappa=log_kappa, gamma_bar=gamma_bar,
                    field=xp.log(field) - xp.log1p(-field))
 

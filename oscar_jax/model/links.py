@@ -31,8 +31,10 @@ def sigmoid(x):
         # From e = exp(−|x|) in (0, 1]: shares the exponential with softplus's derivative.
         e = jnp.exp(-jnp.abs(x))
         return jnp.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
-    # tanh form: no overflow for the |x| in the hundreds of a flagged interval's end.
-    return 0.5 * (1.0 + np.tanh(0.5 * np.asarray(x, dtype=float)))
+    # tanh form: no overflow for the |x| in the hundreds of a flagged interval's end; tanh is
+    # analytic, so a complex x (the complex-step Jacobian of sandwich.host_target_se) stays complex.
+    x = np.asarray(x)
+    return 0.5 * (1.0 + np.tanh(0.5 * (x if np.iscomplexobj(x) else x.astype(float))))
 
 
 @jax.custom_jvp
