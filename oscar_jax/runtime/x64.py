@@ -65,7 +65,8 @@ def return_freed_memory() -> None:
     (mimalloc) keeps what a read used. Holding the threshold at its initial 128 KiB (any
     array above it is mapped and unmapped by itself) and reading through the system
     allocator took the peak of ``oscar fit`` at 10⁶ records from 0.96 to 0.65 GB and at 10⁷
-    from 4.3 to 3.9 GB, at no measured cost in time (``benchmarks/results/RESULTS.md``). A
+    from 4.3 to 3.9 GB before the sandwich and design kept less, for ~0.2 CPU-s of page
+    faults at 10⁶ (``benchmarks/results/RESULTS.md``, "Memory at Arena scale"). A
     library does not change its host's allocator: Python callers may set
     ``MALLOC_MMAP_THRESHOLD_=131072`` and ``ARROW_DEFAULT_MEMORY_POOL=system`` themselves. A
     value the user set for the pool wins; where there is no glibc ``mallopt`` (macOS) only
