@@ -80,11 +80,14 @@ def as_design(data, *, reference_judge: str | None = None, family_map=None, cova
         if _is_design(data):
             return data
         frame, report = data
+        holder = [frame]
     else:
-        frame, report = load_judgments(data, keep_columns=design_kw["covariates"], **load)
-    from .design import build_design  # the numeric stack, once the records are known to be good
+        holder = [load_judgments(data, keep_columns=design_kw["covariates"], **load)]
+        holder[0], report = holder[0]
+    from .design import build_design_owning  # the numeric stack, once the records are known to be good
 
-    return build_design(frame, report=report, **design_kw)
+    # The frame read here is nobody else's: handed over, it is freed once the records are coded.
+    return build_design_owning(holder, report=report, **design_kw)
 
 
 class Problem(NamedTuple):
