@@ -280,6 +280,30 @@ def test_exact_duplicates_get_a_note_and_distinct_records_none():
     assert any("1 record(s) repeat an earlier record exactly" in n and f"row {len(frame) + 1}" in n for n in notes)
 
 
+def test_the_repeat_screen_on_name_codes_matches_the_full_records():
+    """The design frees the read frame's name columns before coding the cells and screens
+    exact repeats on the names' codes: the same verdicts as comparing every column as text.
+    A record that differs from an earlier one only in tie kind or a length is no repeat."""
+    from oscar_jax.model.problem import as_design
+
+    frame = _small().drop_duplicates(ignore_index=True)
+    frame["len_a"], frame["len_b"] = 100 + np.arange(len(frame)), 80 + np.arange(len(frame))
+    frame.loc[7, "outcome"] = "tie"
+    copies = [frame.iloc[[3]],                                               # an exact repeat
+              frame.iloc[[5]].assign(len_a=frame["len_a"].iloc[5] + 1),        # another length
+              frame.iloc[[7]].assign(outcome="tie (bothbad)")]                 # another tie kind
+    doubled = pd.concat([frame, *copies], ignore_index=True)
+    owned = as_design(doubled)  # the frame read here is handed over and freed
+    text = [n for n in owned.notes if "repeat an earlier record" in n]
+    assert len(text) == 1 and "1 record(s) repeat an earlier record exactly" in text[0], owned.notes
+    assert f"row {len(frame) + 1}" in text[0]
+    judgments = oj.load_judgments(doubled)
+    kept = oj.build_design(judgments.frame, report=judgments.report)  # the caller keeps its frame
+    assert kept.notes == owned.notes and len(judgments.frame) == len(doubled)
+    for name, value in owned.arrays._asdict().items():
+        np.testing.assert_array_equal(np.asarray(getattr(kept.arrays, name)), np.asarray(value), err_msg=name)
+
+
 def test_covariates_a_model_does_not_use_are_named():
     frame = _small()
     frame["x1"] = np.random.default_rng(0).normal(size=len(frame))
