@@ -298,7 +298,8 @@ def build_design_owning(holder: list, *, reference_judge: str | None = None, fam
     del record_group
 
     check_live(w, a, b, k, candidates, judges)
-    # Numeric codes first (cheap); only where they repeat, every column of the frame decides. A
+    # Numeric codes first (cheap); only where they repeat, the names' codes and every other column
+    # of the frame, as text, decide. A
     # repeat shares its (prompt, cell) pair, so only records of shared pairs are hashed (with one
     # cell per record, as with continuous lengths, that is almost none: at 10⁷ records the frame
     # of all records cost 0.7 GB and seconds).
