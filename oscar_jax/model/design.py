@@ -299,10 +299,9 @@ def build_design_owning(holder: list, *, reference_judge: str | None = None, fam
 
     check_live(w, a, b, k, candidates, judges)
     # Numeric codes first (cheap); only where they repeat, the names' codes and every other column
-    # of the frame, as text, decide. A
-    # repeat shares its (prompt, cell) pair, so only records of shared pairs are hashed (with one
-    # cell per record, as with continuous lengths, that is almost none: at 10⁷ records the frame
-    # of all records cost 0.7 GB and seconds).
+    # of the frame, as text, decide. A repeat shares its (prompt, cell) pair, so only records of
+    # shared pairs are hashed (with one cell per record, as with continuous lengths, that is
+    # almost none: at 10⁷ records the frame of all records cost 0.7 GB and seconds).
     shared = np.flatnonzero(np.bincount(pair_codes, minlength=len(pair_uniques))[pair_codes] > 1)
     maybe = shared[pd.DataFrame({"pair": pair_codes[shared], "y": y[shared], "w": w[shared], "t": is_tie[shared]})
                    .duplicated(keep=False).to_numpy()]
