@@ -138,7 +138,8 @@ def point_fit(problem: Problem, *, seed: int = 0) -> FitResult:
 
 def _fit(problem: Problem, *, starts, seed, ci_prob, max_iter, warn, report_programs: bool) -> FitResult:
     design, eff, layout = problem.design, problem.effective_spec, problem.layout
-    host_bt = starts is None and is_plain_bt(eff.structure())
+    plain_bt = is_plain_bt(eff.structure())
+    host_bt = starts is None and plain_bt
     adaptive = starts is None and design.arrays.group_cell is not None
     starts = 2 if starts is None else starts
     if host_bt:
@@ -154,7 +155,7 @@ def _fit(problem: Problem, *, starts, seed, ci_prob, max_iter, warn, report_prog
     # to the worker thread, whose tracing then runs while this thread compiles the fit.
     program = fit_core_program(design.n_cells)
     program.preload(*args, **kw)
-    if report_programs and not is_plain_bt(eff.structure()):  # plain BT reports in host numpy
+    if report_programs and not plain_bt:  # plain BT reports in host numpy
         prepare_report_programs(design, layout, eff.ridge)
     core = program(*args, **kw)
     core = type(core)(*jax.device_get(tuple(core)))

@@ -54,6 +54,12 @@ class BTSolution:
             setattr(self, k, v)
 
 
+def _signed_sum(i, j, r, size: int):
+    """Σ r (e_i − e_j) over the rows, as a (size,) vector: a residual's gradient in s, summed
+    by candidate (or, with keys offset by prompt, by (prompt, candidate))."""
+    return np.bincount(i, r, size) - np.bincount(j, r, size)
+
+
 def bt_core(i, j, n, y, n_cand: int, ridge: float = 0.05, *, gtol: float = 1e-12, max_iter: int = 100,
             helm=None) -> BTSolution:
     """Penalized plain BT on a pair table (:func:`bt_table`) by Newton's method from u = 0.
@@ -73,7 +79,7 @@ def bt_core(i, j, n, y, n_cand: int, ridge: float = 0.05, *, gtol: float = 1e-12
         f = float(np.dot(n, softplus(eta)) - np.dot(y, eta)) + 0.5 * ridge * float(u @ u)
         p = sigmoid(eta)
         r = n * p - y
-        g_s = np.bincount(i, r, n_cand) - np.bincount(j, r, n_cand)
+        g_s = _signed_sum(i, j, r, n_cand)
         h = n * p * (1.0 - p)
         lap = np.bincount(lap_index, np.concatenate([-h, -h, h, h]), n_cand * n_cand)
         info = helm.T @ lap.reshape(n_cand, n_cand) @ helm
@@ -164,15 +170,14 @@ def bt_covariances(core, arrays, layout, ridge: float, n_clusters: int):
         pc, g, stats = pc[order], g[order], stats[order]
     a, b = np.asarray(arrays.a)[pc], np.asarray(arrays.b)[pc]
     r = stats[:, 0] * sigmoid(s[a] - s[b]) - stats[:, 1]
-    mean = (np.bincount(a, r, c) - np.bincount(b, r, c)) / n_clusters
+    mean = _signed_sum(a, b, r, c) / n_clusters
     meat = np.zeros((c, c))
     starts = np.arange(0, n_clusters, MEAT_BLOCK)
     bounds = np.searchsorted(g, np.append(starts, n_clusters))
     for first, lo, hi in zip(starts, bounds[:-1], bounds[1:]):
         rows = min(MEAT_BLOCK, n_clusters - first)
         key = (g[lo:hi] - first) * c
-        psi = (np.bincount(key + a[lo:hi], r[lo:hi], rows * c)
-               - np.bincount(key + b[lo:hi], r[lo:hi], rows * c)).reshape(rows, c) - mean
+        psi = _signed_sum(key + a[lo:hi], key + b[lo:hi], r[lo:hi], rows * c).reshape(rows, c) - mean
         meat += psi.T @ psi
     v_phi = n_clusters / (n_clusters - 1.0) * meat
     return sandwich(v_phi, layout.jacobian, np.asarray(core.mask, float), np.asarray(core.hess, float),

@@ -82,8 +82,9 @@ def as_design(data, *, reference_judge: str | None = None, family_map=None, cova
         frame, report = data
         holder = [frame]
     else:
-        holder = [load_judgments(data, keep_columns=design_kw["covariates"], **load)]
-        holder[0], report = holder[0]
+        judgments = load_judgments(data, keep_columns=design_kw["covariates"], **load)
+        holder, report = [judgments.frame], judgments.report
+        del judgments
     from .design import build_design_owning  # the numeric stack, once the records are known to be good
 
     # The frame read here is nobody else's: handed over, it is freed once the records are coded.
