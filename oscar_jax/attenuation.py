@@ -17,8 +17,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
@@ -31,6 +29,7 @@ from .model.problem import prepare
 from .infer.weights import within_fold_weights
 from .results.fit import FitResult
 from .model.spec import ModelSpec
+from .runtime.lazy_jax import jax, jnp
 from .runtime.validate import OscarInputError, check_ci_prob, check_positive_int
 
 __all__ = [

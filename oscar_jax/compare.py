@@ -19,8 +19,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
@@ -35,6 +33,7 @@ from .results.jsonable import records
 from .model.problem import as_design, prepare
 from .infer.weights import fold_masks, prompt_folds, within_fold_weights
 from .model.spec import ModelSpec, parse_model
+from .runtime.lazy_jax import jax, jnp
 from .runtime.validate import OscarInputError, check_ci_prob, check_positive_int
 
 __all__ = [

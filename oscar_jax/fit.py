@@ -13,15 +13,15 @@ from __future__ import annotations
 import warnings
 from functools import lru_cache
 
-import jax
 import numpy as np
 
 from .infer.fit_core import fit_core_program
-from .infer.plain_bt import bt_fit_core, is_plain_bt
+from .infer.plain_bt import bt_fit_core
 from .model.problem import Problem, prepare
 from .model.spec import ModelSpec, parse_model
 from .results.boards import score_board
 from .results.fit import FitResult, prepare_report_programs
+from .runtime.lazy_jax import jax
 from .runtime.validate import OscarFitWarning, OscarNoteWarning, check_ci_prob, check_positive_int, check_seed
 
 __all__ = ["OscarFitWarning", "OscarNoteWarning", "RECORDS_PER_PARAMETER", "companion_fit", "companion_fits", "fit", "point_fit",
@@ -138,7 +138,7 @@ def point_fit(problem: Problem, *, seed: int = 0) -> FitResult:
 
 def _fit(problem: Problem, *, starts, seed, ci_prob, max_iter, warn, report_programs: bool) -> FitResult:
     design, eff, layout = problem.design, problem.effective_spec, problem.layout
-    plain_bt = is_plain_bt(eff.structure())
+    plain_bt = eff.structure().plain_bt
     host_bt = starts is None and plain_bt
     adaptive = starts is None and design.arrays.group_cell is not None
     starts = 2 if starts is None else starts

@@ -27,8 +27,6 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import NamedTuple
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
@@ -37,6 +35,7 @@ from .model.likelihood import local_prob
 from .model.params import Layout
 from .model.links import marginal_win_prob
 from .model.spec import ModelSpec, parse_model
+from .runtime.lazy_jax import jax, jnp
 
 __all__ = ["SimParams", "SimTruth", "SimData", "copula_verdicts", "family_map_of", "generating_prob", "record_arrays",
            "simulate", "simulate_design", "simulate_frame", "TABLE_G1"]

@@ -50,13 +50,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache, partial
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
 from .model.links import net_preference, sigmoid
 from .infer.swap_core import DEFAULT_BOUND, DEFAULT_GRID, SwapArrays, SwapFitCore, swap_fit_core
+from .runtime.lazy_jax import jax, jnp
 from .runtime.validate import OscarInputError, check_positive_int
 
 __all__ = [

@@ -259,3 +259,25 @@ def test_plain_bt_core_flags_a_disconnected_table(design):
     stats[cut] = 0.0
     core = bt_fit_core(arr._replace(stats=stats), layout, 0.05, design.n_clusters)
     assert not bool(core.connected) and not bool(core.ok)
+
+
+@pytest.mark.parametrize("case", list(_eco_cases()))
+def test_plain_bt_separation_on_the_pair_table_equals_the_per_cell_check(case):
+    # Plain BT checks separation on its pair table (a pair's cells share η and their row),
+    # so a fit at any size compiles nothing; the verdicts must be the per-cell check's.
+    from oscar_jax.infer import separation as sep
+
+    result = oj.fit(_eco_cases()[case], "bt", warn=False)
+    d, layout, theta, mask = result.design, result.layout, result.theta, np.asarray(result.core.mask)
+    free = np.flatnonzero(mask > 0)
+    verdicts = []
+    for stats, eta, terms in (sep._linear_rows(d, layout, theta, mask), sep._pair_rows(d, layout, theta)):
+        proved = sep._certificate(stats, eta, sep._theta_rows(terms, layout.jacobian[:, free]), theta[free],
+                                  result.effective_spec.ridge)
+        direction = sep._lp_direction(stats, sep._csr(terms, len(eta), layout.n_phi), sep._free_phi(layout, mask),
+                                      d.n_cand)
+        verdicts.append((proved, None if direction is None else np.sign(np.round(direction, 6)).tolist()))
+    assert verdicts[0] == verdicts[1]
+    # The known verdict (a pair table that did not flip the wins of cells with i in slot B would
+    # see the all-winning candidate lose some and miss it).
+    assert identify(result).separated == (case == "candidate wins everything")

@@ -13,13 +13,19 @@ from scipy.stats import norm
 
 import oscar_jax as oj
 from oscar_jax.report.leaderboard import arena_leaderboard, arena_text, fmt_pm
-from oscar_jax.results.boards import ELO_SLOPE, as_draws, parse_anchor, rank_ub, score_function
+from oscar_jax.infer.sandwich import targets
+from oscar_jax.results.boards import ELO_SLOPE, as_draws, parse_anchor, rank_ub
 from oscar_jax.runtime.validate import OscarInputError
 from helpers import ARENA_EXAMPLE
 
 DATA = Path(__file__).resolve().parent / "data"
 # Closed-form identities evaluated in float64 on O(1) numbers: rounding only.
 EXACT = 1e-9
+
+
+def score_function(layout):
+    """θ ↦ x(θ), the average-judge scores, as JAX traces it (the boards' host Jacobians are checked against it)."""
+    return lambda theta: targets(theta, layout).x
 
 
 @pytest.fixture(scope="module")

@@ -100,9 +100,23 @@ def test_help_argument_errors_and_bad_input_leave_the_numeric_stack_unloaded(tmp
 
 
 def test_the_probe_sees_the_numeric_stack_when_it_loads(tmp_path):
-    # Negative control: a command that fits imports JAX, and the probe reports it.
-    report = _probe([["fit", str(ARENA_EXAMPLE), "--model", "bt", "--format", "json"]], tmp_path)
+    # Negative control: a fit that runs a compiled program imports JAX, and the probe reports it.
+    report = _probe([["fit", str(ARENA_EXAMPLE), "--model", "j", "--format", "json"]], tmp_path)
     assert report[-1][1] == 0 and "jax" in report[-1][2]
+
+
+def test_a_plain_bt_fit_and_its_reports_leave_the_numeric_stack_unloaded(tmp_path):
+    # Plain BT fits and reports in host numpy (infer/plain_bt.py): importing JAX would be half
+    # of `oscar fit --model bt`'s CPU time, and evalica's CLI's whole budget.
+    data = str(ARENA_EXAMPLE)
+    cases = [["fit", data, "--model", "bt"], ["fit", data, "--model", "bt", "--format", "json"],
+             ["fit", data, "--model", "bt", "--format", "csv"], ["fit", data, "--model", "bt", "--scale", "elo"],
+             ["fit", data, "--model", "bt", "--scale", "elo", "--anchor", "gpt-4-0314=1114"],
+             ["fit", data, "--model", "bt", "--scale", "winrate", "--anchor", "gpt-4-0314"],
+             ["fit", data, "--model", "bt", "--out", str(tmp_path / "out")]]
+    report = _probe(cases, tmp_path)
+    assert [(case, rc, modules) for case, rc, modules in report[1:] if rc != 0 or modules] == []
+    assert (tmp_path / "out").is_dir() and any((tmp_path / "out").iterdir())
 
 
 def test_help_argument_errors_and_a_bad_path_load_not_even_numpy_or_pandas(tmp_path):

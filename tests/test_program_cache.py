@@ -32,8 +32,7 @@ def program_folder(tmp_path, monkeypatch):
 
 
 # The seeded draws and the draw-based leaderboard are stored programs too.
-_DRAW_PROGRAMS = {"_bootstrap_weights", "_permutation", "_replicate_key", "_draw_starts", "_draw_scores",
-                  "_targets_of_draws"}
+_DRAW_PROGRAMS = {"_bootstrap_weights", "_permutation", "_replicate_key", "_draw_starts", "_targets_of_draws"}
 
 
 def _everything(result):
@@ -74,16 +73,11 @@ def test_stored_programs_are_bit_identical_to_plain_jit(program_folder, monkeypa
     _same_bits(plain, loaded)
 
 
-def _compiles_and_results(design, board_ahead=False):
-    from oscar_jax.model.problem import prepare
-    from oscar_jax.results.boards import prepare_board_program
-
+def _compiles_and_results(design):
     count = []
     listener = lambda event, d, **kw: count.append(event) if event.endswith("backend_compile_duration") else None  # noqa: E731
     jax.monitoring.register_event_duration_secs_listener(listener)
     try:
-        if board_ahead:  # as the CLI's fit command does
-            prepare_board_program(prepare(design, "oscar").layout, list(design.candidates).index("cand1"))
         out = _everything(oj.fit(design, "oscar", seed=1))
     finally:
         from jax._src import monitoring
@@ -97,17 +91,16 @@ def test_programs_compiled_ahead_are_the_ones_called_bit_for_bit(program_folder)
     # (compile_ahead): the call must use that executable (no second compilation), and the
     # executable is the one the plain path compiles (same bits).
     from oscar_jax.infer.sandwich import covariances_program
-    from oscar_jax.results.boards import _scores_and_se_jit
 
     design = oj.simulate_design(seed=6, n_prompts=150)
     n_plain, plain = _compiles_and_results(design)
     jit.forget()
     with compile_ahead():
-        n_ahead, ahead = _compiles_and_results(design, board_ahead=True)
+        n_ahead, ahead = _compiles_and_results(design)
     _same_bits(plain, ahead)
     assert n_ahead == n_plain
-    for prepared in (covariances_program(design.n_cells), _scores_and_se_jit):
-        assert any(isinstance(p, jax.stages.Compiled) for p in prepared._programs.values()), prepared.__name__
+    prepared = covariances_program(design.n_cells)
+    assert any(isinstance(p, jax.stages.Compiled) for p in prepared._programs.values()), prepared.__name__
     # Outside the block, prepare is a no-op: the library does not compile what it may not call.
     jit.forget()
     oj.fit(design, "oscar", seed=1)

@@ -22,13 +22,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
 from ..infer.posterior import rhat_flag
 from ..report.render import current_width, fill, fmt_ci, render_table
+from ..runtime.lazy_jax import jax, jnp
 from ..runtime.validate import OscarInputError, check_choice, check_ci_prob, check_positive_int
 from .bayes import AuditPosterior, fit_audit_model
 from .data import AuditData

@@ -13,12 +13,11 @@ from __future__ import annotations
 from dataclasses import replace
 from functools import partial
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 from numpyro.infer import MCMC, NUTS
 
 from ..infer.posterior import rhat_message, rhat_ok
+from ..runtime.lazy_jax import jax, jnp
 from ..runtime.progress import announce, bar_enabled
 from ..runtime.validate import OscarInputError, check_choice, check_ci_prob, check_positive_int
 from .bayes_models import (

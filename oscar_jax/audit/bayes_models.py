@@ -31,11 +31,11 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass
 
-import jax
-import jax.numpy as jnp
 import numpyro
 import numpyro.distributions as dist
 from numpyro.distributions import constraints
+
+from ..runtime.lazy_jax import jax, jnp
 
 
 __all__ = ["PROB_EPS", "BayesPrior", "centred_effects", "insert_ref", "logit_model", "logit_model_centred", "model_for",

@@ -29,10 +29,9 @@ import time
 import warnings
 from functools import partial
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 
+from ..runtime.lazy_jax import jax, jnp
 from ..runtime.validate import OscarInputError, check_ci_prob
 from ..infer.posterior import (NARROW_WARNING, SviSettings, VariationalWarning, elbo_plateau, guide_draws, guide_name, make_guide,
     meanfield_fit, optimize, plateau_message)

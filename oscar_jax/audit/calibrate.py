@@ -17,11 +17,11 @@ from __future__ import annotations
 
 from functools import partial
 
-import jax
 import numpy as np
 import pandas as pd
 from numpyro.infer import MCMC, NUTS
 
+from ..runtime.lazy_jax import jax
 from .bayes_models import BayesPrior, model_for, sufficient_stats
 from .posterior import summarize_draws
 from .inference import METRICS, frequentist_tests

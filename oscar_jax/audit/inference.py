@@ -17,9 +17,7 @@ The same function serves a user's audit and the calibration study's vmapped repl
 
 from __future__ import annotations
 
-import jax
-import jax.numpy as jnp
-
+from ..runtime.lazy_jax import jax, jnp
 from .measures import agreement, item_means, label_indicators, masked_mean, run_rates
 from .stats import clustered_mcnemar, item_bootstrap, sign_test, ttest_ind
 

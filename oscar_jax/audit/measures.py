@@ -17,8 +17,7 @@ simulated audits.
 
 from __future__ import annotations
 
-import jax
-import jax.numpy as jnp
+from ..runtime.lazy_jax import jax, jnp
 
 
 __all__ = [

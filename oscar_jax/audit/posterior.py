@@ -8,10 +8,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
+from ..runtime.lazy_jax import jnp
 from ..runtime.validate import OscarInputError
 from .bayes_models import PROB_EPS, sufficient_stats
 from .data import AuditData

@@ -28,12 +28,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
 from ..model.links import sigmoid
+from ..runtime.lazy_jax import jax, jnp
 from .data import DEFAULT_LABELS, AuditData
 
 __all__ = [

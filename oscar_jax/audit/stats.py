@@ -19,9 +19,9 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-import jax
-import jax.numpy as jnp
 from jax.scipy.special import betainc, erfc
+
+from ..runtime.lazy_jax import jax, jnp
 
 
 __all__ = [

@@ -13,12 +13,11 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 
 from ..model.design import DesignArrays
 from ..model.params import Layout, helmert
+from ..runtime.lazy_jax import jax, jnp
 
 __all__ = ["CandidateEffectIndex", "prompt_candidate_index", "candidate_effects", "model_coordinates",
            "sampler_coordinates", "theta_from_unconstrained", "unconstrained_from_theta", "log_jacobian", "u_free",

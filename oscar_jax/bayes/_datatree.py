@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import arviz_base
-import jax
 import numpy as np
 
 from ..model.design import Design
 from ..model.params import Layout
+from ..runtime.lazy_jax import jax
 from ._model import effect_kind
 from ._sampler import Draws, targets_of_draws
 

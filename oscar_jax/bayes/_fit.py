@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import time
 
-import jax
 import numpy as np
 
 from ..infer.selection import column_mask
@@ -14,6 +13,7 @@ from ..results.intervals import CI_KINDS
 from ..model.problem import prepare
 from ..infer.sandwich import INDEPENDENCE_NOTE
 from ..model.spec import ModelSpec
+from ..runtime.lazy_jax import jax
 from ..runtime.validate import OscarInputError, check_choice, check_ci_prob
 from ..fit import point_fit
 from ._datatree import to_datatree

@@ -16,8 +16,6 @@ import math
 from dataclasses import asdict, dataclass
 from typing import NamedTuple
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 import numpyro
 import numpyro.distributions as dist
@@ -26,6 +24,7 @@ from ..infer.derivatives import loss_value
 from ..model.design import DesignArrays
 from ..model.likelihood import local_index, shifted_loss
 from ..model.params import Layout
+from ..runtime.lazy_jax import jax, jnp
 from ..runtime.validate import OscarInputError
 from ._coordinates import (CandidateEffectIndex, candidate_effects, log_jacobian, model_coordinates,
                            prompt_candidate_index, theta_from_unconstrained, u_free)

@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from functools import cached_property
 
 import arviz_stats
-import jax
 import numpy as np
 import pandas as pd
 import xarray as xr
@@ -24,6 +23,7 @@ from ..results.boards import score_board
 from ..results.checks import Status
 from ..results.intervals import CI_KINDS, Draws, draw_interval, draw_ranks, interval_request, mcse_of_mean
 from ..results.schema import rank_table, table
+from ..runtime.lazy_jax import jax
 from ._model import Priors
 from ._sampler import NutsSettings
 

@@ -18,8 +18,6 @@ from dataclasses import dataclass
 from functools import partial
 from typing import NamedTuple
 
-import jax
-import jax.numpy as jnp
 from numpyro.distributions import constraints
 from numpyro.distributions.transforms import biject_to
 from numpyro.infer.hmc import hmc
@@ -27,6 +25,7 @@ from numpyro.infer.util import potential_energy
 
 from ..model.links import QUAD_NODES, marginal_win_prob, net_preference
 from ..model.params import Layout
+from ..runtime.lazy_jax import jax, jnp
 from ..runtime.progress import progress
 from ..infer.sandwich import field_probability, targets
 from ..runtime.validate import OscarInputError, check_positive_int

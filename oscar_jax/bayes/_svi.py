@@ -30,13 +30,12 @@ import time
 import warnings
 from functools import partial
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 
 from ..fit import point_fit
 from ..model.params import Layout
 from ..model.problem import Problem
+from ..runtime.lazy_jax import jax, jnp
 from ..runtime.validate import OscarInputError
 from ..infer.posterior import (GUIDES, NARROW_WARNING, SviSettings, VariationalWarning, elbo_plateau, guide_name, make_guide,
     optimize, optimizer, plateau_message, schedule, svi_sample_stats)

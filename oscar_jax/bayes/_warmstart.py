@@ -23,14 +23,13 @@ from __future__ import annotations
 import dataclasses
 import time
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 from numpyro.distributions.transforms import biject_to
 
 from ..fit import point_fit
 from ..model.params import Layout
 from ..model.problem import Problem
+from ..runtime.lazy_jax import jax, jnp
 from ._coordinates import sampler_coordinates, theta_from_unconstrained, unconstrained_from_theta
 from ._model import ModelData, prompt_prior
 from ._svi import SviSettings, elbo_plateau, mode_start, run_svi_jit

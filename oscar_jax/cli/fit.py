@@ -106,7 +106,7 @@ def _fit(args) -> int:
     from ..report.leaderboard import FASTCHAT_ANCHOR, arena_text, fastchat_csv
     from ..report.render import csv_text, fill, write_tables
     from ..report.text import fit_report, header, judges_text, strong_weight_note, win_text
-    from ..results.boards import as_draws, parse_anchor, prepare_board_program
+    from ..results.boards import as_draws, parse_anchor
     from ..results.intervals import few_draws_note
 
     design = problem.design
@@ -122,8 +122,6 @@ def _fit(args) -> int:
     if args.scale == "winrate":  # the baseline is the anchor: from --anchor, or an arena-hard --baseline
         name = anchor[0] if anchor else args.baseline
         anchor = None if name is None else (resolve_name("baseline candidate", name, list(design.candidates)), None)
-    if anchor is not None:  # the anchored board's program compiles on the worker thread while the fit compiles
-        prepare_board_program(problem.layout, problem.design.candidates.index(anchor[0]))
     result = fit(problem, seed=args.seed, ci_prob=ci_prob)
     wald = "sandwich" if draw_based else args.ci
     no_effect = bool(getattr(args, "no_prompt_effect", False))

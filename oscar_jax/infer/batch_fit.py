@@ -19,10 +19,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property, partial
 
-import jax
 import numpy as np
 
 from ..runtime.batching import default_vmap_width, host_workers, map_replicates, run_in_order
+from ..runtime.lazy_jax import jax
 from .fit_core import FitCore, fit_core
 from ..model.design import Design
 from ..model.params import Layout

@@ -14,8 +14,6 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import NamedTuple
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 
 from ..model.design import DesignArrays
@@ -23,6 +21,7 @@ from ..model.grouped import group_derivatives, group_eta, record_covariates, rec
 from ..model.likelihood import (column_derivatives, expected_stats, local_expected_stats, local_index, local_loss,
                                 local_prob, upper_pairs)
 from ..model.params import Layout
+from ..runtime.lazy_jax import jax, jnp
 
 __all__ = [
     "cell_probabilities",

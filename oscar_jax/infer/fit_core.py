@@ -10,9 +10,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-import jax
-import jax.numpy as jnp
-
+from ..runtime.lazy_jax import jax, jnp
 from .derivatives import (expected_information, grouped_cells, information_from_moments, value_grad_hess,
                           value_grad_hess_moments)
 from ..model.cells import GROUP_MIN_CELLS

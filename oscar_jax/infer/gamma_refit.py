@@ -12,12 +12,10 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import NamedTuple
 
-import jax
-import jax.numpy as jnp
-
 from ..model.design import DesignArrays, cell_stats_from_cluster_weights
 from ..model.likelihood import local_loss
 from ..model.params import Layout
+from ..runtime.lazy_jax import jax, jnp
 from .solver import iterate
 from ..model.spec import Structure
 

@@ -14,13 +14,11 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-import jax
-import jax.numpy as jnp
-
 from ..model.likelihood import local_expected_stats, local_index, local_loss
 from ..model.links import net_preference
 from ..model.params import Layout
 from ..runtime.jit import RUN_ONCE, persistent_jit, register_pytree_names
+from ..runtime.lazy_jax import jax, jnp
 from .sandwich import targets
 
 __all__ = ["PlanTargets", "information_factors", "information_factors_jit", "plan_targets", "plan_targets_jit"]

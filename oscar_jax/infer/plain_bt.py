@@ -19,12 +19,7 @@ from ..model.params import helmert
 from .fit_core import CURVATURE_REL, IDENTIFIED_REL, STATIONARITY_TOL, FitCore
 from .sandwich import host_sym_solve, sandwich
 
-__all__ = ["BTSolution", "bt_core", "bt_covariances", "bt_fit_core", "bt_table", "is_plain_bt"]
-
-
-def is_plain_bt(structure) -> bool:
-    """Plain BT: γ ≡ 1, no bias terms, fractional ties (a :class:`~oscar_jax.model.spec.Structure`)."""
-    return not structure.terms and not structure.learn_gamma and not structure.davidson
+__all__ = ["BTSolution", "bt_core", "bt_covariances", "bt_fit_core", "bt_table"]
 
 
 def bt_table(a, b, w, wy, n_cand: int):

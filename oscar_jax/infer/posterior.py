@@ -24,8 +24,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 import optax
 import xarray as xr
@@ -38,6 +36,7 @@ from numpyro.infer.initialization import init_to_median, init_to_value
 from numpyro.infer.util import potential_energy
 from numpyro.optim import optax_to_numpyro
 
+from ..runtime.lazy_jax import jax, jnp
 from ..runtime.validate import OscarInputError, check_positive_int
 
 __all__ = ["GUIDES", "NARROW_WARNING", "RHAT_MAX", "rhat_flag", "rhat_message", "rhat_ok",

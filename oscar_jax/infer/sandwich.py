@@ -11,10 +11,9 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 
+from ..runtime.lazy_jax import jax, jnp
 from .derivatives import cluster_scores_phi
 from ..model.links import sigmoid
 from ..model.design import DesignArrays
@@ -25,7 +24,8 @@ from ..runtime.jit import RUN_ONCE, persistent_jit, register_pytree_names
 INDEPENDENCE_NOTE = "assumes independent records; too narrow under prompt dependence"
 
 __all__ = ["Covariances", "covariances", "covariances_jit", "covariances_program", "delta_se", "field_probability",
-           "host_sym_solve", "host_target_se", "host_targets", "sandwich", "targets", "targets_batch_jit", "Targets"]
+           "host_quadratic_se", "host_sym_solve", "host_target_jacobians", "host_target_se",
+           "host_targets", "sandwich", "targets", "targets_batch_jit", "Targets"]
 
 
 class Covariances(NamedTuple):
@@ -183,16 +183,16 @@ def host_targets(theta, layout: Layout, weights=None) -> Targets:
 STEP_CHUNK = 32  # complex steps per batched call: its (steps, C, C) arrays stay ~5 MB at C = 100
 
 
-def host_target_se(theta, cov, layout: Layout, weights=None) -> Targets:
-    """Delta-method SEs of every field of :func:`targets`, in host numpy.
+def host_target_jacobians(theta, layout: Layout, weights=None) -> Targets:
+    """∂/∂θ of every field of :func:`targets`, in host numpy: each field's shape + (P,).
 
-    The Jacobian is taken by complex steps (Squire and Trapp 1998; Martins, Sturdza and
-    Alonso 2003) through the same :func:`targets`, STEP_CHUNK steps per batched call. No
-    difference is taken, so the derivative is exact to rounding at any step this small (the
-    targets are analytic in θ); it equals :func:`delta_se`'s forward-mode Jacobian to
-    ~1e-15 (tests/test_intervals.py). The targets read φ only through its score and log γ
-    blocks, so a direction of θ that moves neither (a bias coefficient) has a zero column
-    and takes no step.
+    Taken by complex steps (Squire and Trapp 1998; Martins, Sturdza and Alonso 2003)
+    through the same :func:`targets`, STEP_CHUNK steps per batched call. No difference is
+    taken, so the derivative is exact to rounding at any step this small (the targets are
+    analytic in θ); it equals :func:`delta_se`'s forward-mode Jacobian to ~1e-15
+    (tests/test_intervals.py). The targets read φ only through its score and log γ blocks,
+    so a direction of θ that moves neither (a bias coefficient) has a zero column and takes
+    no step.
     """
     theta = np.asarray(theta, np.float64)
     p = theta.shape[0]
@@ -206,17 +206,28 @@ def host_target_se(theta, cov, layout: Layout, weights=None) -> Targets:
             steps = np.zeros((len(dirs), p))
             steps[np.arange(len(dirs)), dirs] = COMPLEX_STEP
             t = targets(theta + 1j * steps, layout, weights, xp=np)
-            parts.append([x.imag.reshape(len(dirs), -1) / COMPLEX_STEP for x in t])
-        cov = np.asarray(cov, np.float64)
+            parts.append([x.imag / COMPLEX_STEP for x in t])
 
-        def se(field: int, shape):
-            j = np.zeros((int(np.prod(shape, dtype=int)), p))  # (outputs, P)
-            j[:, moves] = np.concatenate([part[field] for part in parts]).T
-            var = np.sum((j @ cov) * j, axis=1)  # a BLAS product: einsum's three-operand loop took 0.1 s at C = 50
-            return np.sqrt(np.maximum(var, 0.0)).reshape(shape)
+    def jacobian(field: int, shape):
+        j = np.zeros((*shape, p))
+        j[..., moves] = np.moveaxis(np.concatenate([part[field] for part in parts]), 0, -1)
+        return j
 
-        # (the scores always move, so the loop ran: t holds the last batch, its fields' shapes)
-        return Targets(*(se(i, x.shape[1:]) for i, x in enumerate(t)))
+    # (the scores always move, so the loop ran: t holds the last batch, its fields' shapes)
+    return Targets(*(jacobian(i, x.shape[1:]) for i, x in enumerate(t)))
+
+
+def host_quadratic_se(jac, cov) -> np.ndarray:
+    """√diag(J Σ Jᵀ) for a Jacobian of shape (outputs…, P): the delta-method SEs."""
+    flat = jac.reshape(-1, jac.shape[-1])
+    var = np.sum((flat @ np.asarray(cov, np.float64)) * flat, axis=1)  # BLAS; einsum's loop took 0.1 s at C = 50
+    return np.sqrt(np.maximum(var, 0.0)).reshape(jac.shape[:-1])
+
+
+def host_target_se(theta, cov, layout: Layout, weights=None) -> Targets:
+    """Delta-method SEs of every field of :func:`targets`, in host numpy
+    (:func:`host_target_jacobians`)."""
+    return Targets(*(host_quadratic_se(j, cov) for j in host_target_jacobians(theta, layout, weights)))
 
 
 register_pytree_names(Covariances, Targets)

@@ -9,11 +9,9 @@ fold and simulated dataset.
 
 from __future__ import annotations
 
-import jax
-import jax.numpy as jnp
-
 from ..model.design import DesignArrays
 from ..model.params import Layout
+from ..runtime.lazy_jax import jax, jnp
 
 __all__ = ["column_mask", "components_connected", "graph_connected"]
 

@@ -9,8 +9,6 @@ cells, and the LP runs on a sufficient summary of each group's cells (issue 37).
 
 from __future__ import annotations
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 
 from ..model.design import DesignArrays
@@ -18,6 +16,8 @@ from ..model.links import sigmoid
 from ..model.grouped import group_derivatives, group_r, moment_pairs, record_covariates
 from ..model.params import Layout
 from ..runtime.jit import persistent_jit
+from ..runtime.lazy_jax import jax, jnp
+from .plain_bt import bt_table
 from .derivatives import CHUNK, group_moments, group_params, grouped_cells, sum_tables, theta_space
 
 __all__ = ["grouped_max_along", "grouped_weighted_sums", "separation"]
@@ -29,8 +29,11 @@ def separation(design, layout, theta, mask, ridge):
     """(separated, method "certificate" or "lp", δ over φ: the LP's recession direction or 0)."""
     free_theta = np.flatnonzero(mask > 0)
     delta_phi = np.zeros(layout.n_phi)
-    grouped = design.arrays.group_cell is not None
-    if not grouped:
+    plain_bt = layout.structure.plain_bt
+    grouped = design.arrays.group_cell is not None and not plain_bt
+    if plain_bt:
+        stats, eta, terms = _pair_rows(design, layout, theta)
+    elif not grouped:
         stats, eta, terms = _linear_rows(design, layout, theta, mask)
     proved = False
     if not layout.structure.davidson:
@@ -55,6 +58,20 @@ def _linear_rows(design, layout, theta, mask):
     arr = design.arrays
     eta, terms = _row_terms(layout, theta, arr.a, arr.b, arr.k, np.asarray(arr.z, dtype=float))
     return np.asarray(arr.stats, dtype=float), eta, terms
+
+
+def _pair_rows(design, layout, theta):
+    """:func:`_linear_rows` on plain BT's pair table (:func:`~oscar_jax.infer.plain_bt.bt_table`):
+    there η and the row x = e_i − e_j depend on the pair alone, so a pair's cells, each
+    oriented i < j, are one row with their summed weight and wins; the certificate's sums and
+    the LP's sides are the cells' own (a flipped cell swaps α and β and negates its row).
+    Small however many records (no grouped compiled pass): a plain-BT fit compiles nothing."""
+    arr = design.arrays
+    cells = np.asarray(arr.stats, dtype=float)
+    i, j, n, y = bt_table(arr.a, arr.b, cells[:, 0], cells[:, 1], design.n_cand)
+    zero = np.zeros(len(i), np.int64)
+    eta, terms = _row_terms(layout, theta, i, j, zero, np.zeros((len(i), np.shape(arr.z)[1])))
+    return np.column_stack([n, y, np.zeros(len(i))]), eta, terms
 
 
 def _theta_rows(terms, jac):

@@ -24,8 +24,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-import jax
-import jax.numpy as jnp
+from ..runtime.lazy_jax import jax, jnp
 
 
 __all__ = ["MAX_LOG_GAMMA_STEP", "LMState", "SolveResult", "STATUS", "at_active_bound", "iterate", "lm_init",

@@ -19,10 +19,9 @@ still solved to the solver's tolerance on its own data.
 from __future__ import annotations
 
 from functools import lru_cache
-import jax
-import jax.numpy as jnp
 import numpy as np
 
+from ..runtime.lazy_jax import jax, jnp
 from .derivatives import cluster_scores
 from ..model.params import Layout
 from ..runtime.jit import persistent_jit

@@ -13,9 +13,7 @@ from __future__ import annotations
 from functools import partial
 from typing import NamedTuple
 
-import jax
-import jax.numpy as jnp
-
+from ..runtime.lazy_jax import jax, jnp
 from .solver import iterate
 
 __all__ = [

@@ -7,12 +7,11 @@ resamples within fixed folds. Every generator takes an explicit PRNG key or int 
 
 from __future__ import annotations
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 
 from ..model.design import Design
 from ..runtime.jit import persistent_jit
+from ..runtime.lazy_jax import jax, jnp
 from ..runtime.validate import OscarInputError, check_positive_int
 
 __all__ = ["bootstrap_indices", "bootstrap_weights", "fold_masks", "prompt_folds", "replicate_key",

@@ -6,9 +6,10 @@ One hash pass per column, no per-record Python: at 10⁷ records these are the d
 
 from __future__ import annotations
 
-import jax
 import numpy as np
 import pandas as pd
+
+from ..runtime.lazy_jax import is_jax_array, jax
 
 __all__ = ["GROUP_MIN_CELLS", "code_cells", "sorted_codes", "sum_by", "with_groups"]
 
@@ -88,5 +89,5 @@ def with_groups(arrays, n_cand: int, n_judge: int, *, force: bool = False,
         return none
     first = np.empty(n_g, np.int64)
     first[codes[::-1]] = np.arange(n - 1, -1, -1)
-    return arrays._replace(cell_group=jax.device_put(codes.astype(np.int32)),
-                           group_cell=jax.device_put(first.astype(np.int32)))
+    put = jax.device_put if is_jax_array(arrays.a) else np.asarray  # where the design's arrays are
+    return arrays._replace(cell_group=put(codes.astype(np.int32)), group_cell=put(first.astype(np.int32)))

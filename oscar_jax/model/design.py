@@ -13,14 +13,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
 from ..io.columns import LoadReport, check_canonical, name_codes, warn_case_variants
 from ..io.names import id_text, numbers
 from ..io.families import family_function
+from ..runtime.lazy_jax import jax, jnp
 from .cells import GROUP_MIN_CELLS, code_cells, sorted_codes, sum_by, with_groups
 from .params import Layout
 from .record_checks import check_live, components, warn_dominant_length
@@ -144,7 +143,7 @@ def cell_stats_from_cluster_weights(arrays: DesignArrays, omega, n_cells: int) -
 
 def build_design(frame: pd.DataFrame, *, reference_judge: str | None = None, family_map=None,
                  covariates=(), length_scale: float | None = None,
-                 report: LoadReport | None = None, require_connected: bool = True) -> Design:
+                 report: LoadReport | None = None, require_connected: bool = True, device: bool = True) -> Design:
     """Code a canonical frame (from :func:`~oscar_jax.io.data.load_judgments`) into a Design.
 
     Parameters
@@ -165,15 +164,21 @@ def build_design(frame: pd.DataFrame, *, reference_judge: str | None = None, fam
     require_connected
         Raise when the comparison graph is disconnected (scores of different components
         are not comparable).
+    device
+        Put the arrays in JAX's device memory (default); False keeps them in host numpy
+        for a plain-BT fit, which compiles nothing (:func:`~oscar_jax.model.problem.prepare`
+        chooses), so JAX is never loaded. Compiled programs accept either, copying host
+        arrays in at each call.
     """
     return build_design_owning([frame], reference_judge=reference_judge, family_map=family_map,
                                covariates=covariates, length_scale=length_scale, report=report,
-                               require_connected=require_connected)
+                               require_connected=require_connected, device=device)
 
 
 def build_design_owning(holder: list, *, reference_judge: str | None = None, family_map=None,
                         covariates=(), length_scale: float | None = None,
-                        report: LoadReport | None = None, require_connected: bool = True) -> Design:
+                        report: LoadReport | None = None, require_connected: bool = True,
+                        device: bool = True) -> Design:
     """:func:`build_design` of the one frame in ``holder``, which it takes out of the list.
 
     A caller that passes the only reference to a frame (``as_design``: the frame it read)
@@ -347,7 +352,8 @@ def build_design_owning(holder: list, *, reference_judge: str | None = None, fam
     del a, b, k, w, L, X, F, first, a_c, b_c, k_c, cell_stats, pair_uniques, pair_stats
     # device_put copies (jnp.asarray would compile a copy program per shape): each host array
     # is dropped once copied, so at most one is held twice (at 10⁷ records ~0.8 GB less).
-    arrays = DesignArrays(**{name: jax.device_put(host.pop(name)) for name in list(host)})
+    put = jax.device_put if device else np.asarray
+    arrays = DesignArrays(**{name: put(host.pop(name)) for name in list(host)})
     # Cells are numbered by first appearance, so their groups keep the records' numbering.
     arrays = with_groups(arrays, len(candidates), len(judges), codes=cell_group)
     return Design(

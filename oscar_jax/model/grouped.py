@@ -14,9 +14,7 @@ Everything is derived from :func:`~oscar_jax.model.likelihood.local_eta` and
 
 from __future__ import annotations
 
-import jax
-import jax.numpy as jnp
-
+from ..runtime.lazy_jax import jax, jnp
 from .likelihood import hessian_cells, local_eta, psi_terms
 from .params import Layout
 

@@ -18,9 +18,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-import jax
-import jax.numpy as jnp
-
+from ..runtime.lazy_jax import jax, jnp
 from .links import sigmoid, softplus
 from .params import Layout
 

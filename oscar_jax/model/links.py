@@ -13,21 +13,18 @@ Bayesian posterior targets and the simulator's truth).
 
 from __future__ import annotations
 
-import jax
-import jax.numpy as jnp
+from functools import lru_cache
+
 import numpy as np
 
+from ..runtime.lazy_jax import is_jax_array, jax, jnp
 
 __all__ = ["QUAD_NODES", "QUAD_RANGE", "log_sigmoid", "marginal_win_prob", "net_preference", "sigmoid", "softplus"]
 
 
-def _is_jax(x) -> bool:
-    return isinstance(x, jax.Array)
-
-
 def sigmoid(x):
     """σ(x) = 1 / (1 + e^{−x}), without overflow for any x."""
-    if _is_jax(x):
+    if is_jax_array(x):
         # From e = exp(−|x|) in (0, 1]: shares the exponential with softplus's derivative.
         e = jnp.exp(-jnp.abs(x))
         return jnp.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
@@ -37,23 +34,27 @@ def sigmoid(x):
     return 0.5 * (1.0 + np.tanh(0.5 * (x if np.iscomplexobj(x) else x.astype(float))))
 
 
-@jax.custom_jvp
-def _softplus(x):
-    return jnp.maximum(x, 0.0) + jnp.log1p(jnp.exp(-jnp.abs(x)))
+@lru_cache(maxsize=1)
+def _softplus():
+    """The traced softplus with its derivative rule (made on first use: JAX loads then)."""
+    @jax.custom_jvp
+    def softplus_(x):
+        return jnp.maximum(x, 0.0) + jnp.log1p(jnp.exp(-jnp.abs(x)))
 
+    @softplus_.defjvp
+    def softplus_jvp(primals, tangents):
+        # σ(x) from the same exponential (no logarithm): on CPU a float64 log1p costs ~4
+        # exponentials, and the Newton solver needs ψ', ψ'' for every record at every step.
+        (x,), (dx,) = primals, tangents
+        return softplus_(x), sigmoid(x) * dx
 
-@_softplus.defjvp
-def _softplus_jvp(primals, tangents):
-    # σ(x) from the same exponential (no logarithm): on CPU a float64 log1p costs ~4
-    # exponentials, and the Newton solver needs ψ', ψ'' for every record at every step.
-    (x,), (dx,) = primals, tangents
-    return _softplus(x), sigmoid(x) * dx
+    return softplus_
 
 
 def softplus(x):
     """log(1 + eˣ) = max(x, 0) + log1p(e^{−|x|}): no overflow for any x; derivative σ(x)."""
-    if _is_jax(x):
-        return _softplus(x)
+    if is_jax_array(x):
+        return _softplus()(x)
     x = np.asarray(x, dtype=float)
     return np.maximum(x, 0.0) + np.log1p(np.exp(-np.abs(x)))
 
@@ -68,7 +69,7 @@ def net_preference(beta_pos):
 
     Omitting position attenuates the fitted sensitivity by about 1 − D² (Eq. 5).
     """
-    if _is_jax(beta_pos):
+    if is_jax_array(beta_pos):
         return jnp.tanh(beta_pos / 2.0)
     return np.tanh(np.asarray(beta_pos, dtype=float) / 2.0)
 

@@ -57,7 +57,8 @@ def _given(load: dict) -> list[str]:
     return [k for k, v in load.items() if differs(v, params[k].default)]
 
 
-def as_design(data, *, reference_judge: str | None = None, family_map=None, covariates=(), **load) -> Design:
+def as_design(data, *, reference_judge: str | None = None, family_map=None, covariates=(), device: bool = True,
+              **load) -> Design:
     """The :class:`~oscar_jax.model.design.Design` of ``data``.
 
     ``data`` is a path, a DataFrame, records, :class:`~oscar_jax.io.data.Judgments` (what
@@ -88,7 +89,7 @@ def as_design(data, *, reference_judge: str | None = None, family_map=None, cova
     from .design import build_design_owning  # the numeric stack, once the records are known to be good
 
     # The frame read here is nobody else's: handed over, it is freed once the records are coded.
-    return build_design_owning(holder, report=report, **design_kw)
+    return build_design_owning(holder, report=report, device=device, **design_kw)
 
 
 class Problem(NamedTuple):
@@ -150,7 +151,8 @@ def prepare(data, model: str | ModelSpec | None = None, *, ridge: float | None =
     if model is None:
         model = data.spec if isinstance(data, Problem) else "oscar"
     spec = parse_model(model, ridge)  # a bad model string fails before the data are read
-    design = as_design(data, **setup)
+    # A plain-BT design stays in host memory: its fit compiles nothing (infer/plain_bt.py).
+    design = as_design(data, device=not spec.structure().plain_bt, **setup)
     eff, dropped = design.effective_spec(spec)
     return Problem(design=design, spec=spec, effective_spec=eff, layout=design.layout(eff),
                    dropped=tuple(dropped))

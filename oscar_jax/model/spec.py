@@ -32,6 +32,12 @@ class Structure:
     def davidson(self) -> bool:
         return self.ties == "davidson"
 
+    @property
+    def plain_bt(self) -> bool:
+        """γ ≡ 1, no bias terms, fractional ties: fitted and reported in host numpy
+        (:mod:`oscar_jax.infer.plain_bt`), so its design stays in host memory."""
+        return not self.terms and not self.learn_gamma and not self.davidson
+
 
 @dataclass(frozen=True)
 class ModelSpec:

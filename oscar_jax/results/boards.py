@@ -19,8 +19,8 @@ other candidates' scores become x_i − x_anchor, whose variance is
 var(x_i) + var(x_anchor) − 2 cov(x_i, x_anchor), so the anchor's uncertainty moves onto
 everyone else (the anchor's own interval has zero width). Sandwich and model-based
 intervals are therefore recomputed by the delta method for the anchored contrast
-(:func:`oscar_jax.infer.sandwich.delta_se` on the function θ ↦ x(θ) − x_anchor(θ)), never
-shifted; bootstrap and posterior intervals are taken over the draws of the same contrast.
+(the Jacobian of θ ↦ x(θ) − x_anchor(θ) is that of x less the anchor's row, in host numpy:
+:func:`oscar_jax.infer.sandwich.host_target_jacobians`), never shifted; bootstrap and posterior intervals are taken over the draws of the same contrast.
 The point estimate is the full-data fit where the result has one (a fit, a bootstrap),
 never a bootstrap median; a posterior's is the mean of its draws.
 
@@ -40,18 +40,17 @@ from __future__ import annotations
 import math
 from statistics import NormalDist
 
-import jax
 import numpy as np
 import pandas as pd
 
-from ..infer.sandwich import delta_se, targets, targets_batch_jit
+from ..infer.sandwich import host_quadratic_se, host_target_jacobians, targets_batch_jit
 from ..model.links import sigmoid
-from ..runtime.jit import RUN_ONCE, persistent_jit
+from ..runtime.lazy_jax import jax
 from ..runtime.validate import OscarInputError, check_choice, check_ci_prob, resolve_name
 from .intervals import SCORE_SCALES, Draws, draw_interval
 
-__all__ = ["ELO_BASE", "ELO_SLOPE", "SCALES", "SCORE_MEANING", "as_draws", "parse_anchor", "prepare_board_program",
-           "rank_ub", "scale_note", "score_board", "score_function"]
+__all__ = ["ELO_BASE", "ELO_SLOPE", "SCALES", "SCORE_MEANING", "as_draws", "parse_anchor", "rank_ub", "scale_note",
+           "score_board"]
 
 ELO_BASE = 1000.0
 ELO_SLOPE = 400.0 / math.log(10.0)  # Elo points per logit: odds 10:1 at a 400-point gap
@@ -109,46 +108,21 @@ def _resolve_anchor(names, anchor, scale: str) -> tuple[int | None, str | None, 
     return names.index(name), name, float(value)
 
 
-def score_function(layout, anchor_index: int | None = None, weights=None):
-    """θ ↦ x(θ) (C,): average-judge logit scores γ̄ s, minus the anchor's when anchored.
-
-    Reuses :func:`oscar_jax.infer.sandwich.targets` (``weights``: the judges γ̄ averages),
-    so it differentiates (delta method) and vmaps (over bootstrap or posterior draws of θ).
-    """
-    def fn(theta):
-        x = targets(theta, layout, weights).x
-        if anchor_index is not None:
-            # Exactly 0 at the anchor: compiled, γ̄·s_i − γ̄·s_a may fuse into one FMA that
-            # leaves the rounding error of γ̄·s_a (~1e-18) where the contrast is identically 0.
-            x = (x - x[anchor_index]).at[anchor_index].set(0.0)
+def _anchored(x, index: int | None):
+    """Scores x (…, C) less the anchor's, exactly 0 at the anchor."""
+    if index is None:
         return x
-
-    return fn
-
-
-def _scores_and_se(theta, cov, weights, layout, anchor_index):
-    fn = score_function(layout, anchor_index, weights)
-    return fn(theta), delta_se(fn, theta, cov)
+    x = x - x[..., index:index + 1]
+    x[..., index] = 0.0
+    return x
 
 
-def _draw_scores(draws, weights, layout, anchor_index):
-    return jax.vmap(score_function(layout, anchor_index, weights))(draws)
-
-
-# One compiled program per (layout, anchor) each, used only for anchored boards (an
-# unanchored board reads the targets and their SEs the result already has). Run eagerly,
-# the delta method's jacfwd and the einsum were ~40 separate XLA compilations per process.
-_scores_and_se_jit = persistent_jit(_scores_and_se, static_argnames=("layout", "anchor_index"),
-                                    compiler_options=RUN_ONCE)
-_draw_scores_jit = persistent_jit(_draw_scores, static_argnames=("layout", "anchor_index"))
-
-
-def prepare_board_program(layout, anchor_index: int) -> None:
-    """Compile ahead (:func:`~oscar_jax.runtime.batching.compile_ahead`) an anchored board's scores and SEs."""
-    p = layout.n_theta
-    _scores_and_se_jit.prepare(jax.ShapeDtypeStruct((p,), np.float64), jax.ShapeDtypeStruct((p, p), np.float64),
-                               jax.ShapeDtypeStruct((layout.n_judge,), np.float64),
-                               layout=layout, anchor_index=anchor_index)
+def _scores_and_se(fit, cov, weights, layout, index: int):
+    """An anchored board's scores x − x_anchor and their delta-method SEs, in host numpy: the
+    Jacobian of x − x_anchor is that of x less the anchor's row (:func:`host_target_jacobians`)."""
+    x = _anchored(np.array(fit.targets.x, np.float64), index)
+    jac = host_target_jacobians(fit.theta, layout, weights).x
+    return x, host_quadratic_se(_anchored(jac.swapaxes(-1, -2), index).swapaxes(-1, -2), cov)
 
 
 def rank_ub(lo, hi) -> np.ndarray:
@@ -220,21 +194,16 @@ def score_board(result, *, ci: str | None = None, ci_prob: float | None = None, 
         if index is None:
             x, se = fit.targets.x, fit.target_se(ci).x
         else:
-            x, se = map(np.asarray, _scores_and_se_jit(fit.theta, fit.covariance(ci), weights, layout=layout,
-                                                       anchor_index=index))
+            x, se = _scores_and_se(fit, fit.covariance(ci), weights, layout, index)
         z = NormalDist().inv_cdf(0.5 + ci_prob / 2.0)
         lo, hi = x - z * se, x + z * se
         source = ci
     else:
-        xs = (np.asarray(draws.targets.x) if index is None
-              else np.asarray(_draw_scores_jit(draws.theta, weights, layout=layout, anchor_index=index)))
+        xs = _anchored(np.array(draws.targets.x, np.float64), index)
         if fit is None:
             x = xs.mean(axis=0)
-        elif index is None:
-            x = fit.targets.x
         else:
-            x = np.asarray(_scores_and_se_jit(fit.theta, np.zeros((layout.n_theta,) * 2), weights, layout=layout,
-                                              anchor_index=index)[0])
+            x = _anchored(np.array(fit.targets.x, np.float64), index)
         # A percentile interval need not contain the full-data estimate.
         kind = kind or draws.kind
         lo, hi = draw_interval(xs, ci_prob, kind)

@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 
-import jax
 import numpy as np
 import pandas as pd
 
@@ -14,6 +13,7 @@ from ..infer.sandwich import targets_batch_jit
 from ..model.design import Design
 from ..model.links import net_preference, sigmoid
 from ..model.params import Layout
+from ..runtime.lazy_jax import jax
 from .boards import scale_note, score_board
 from .checks import Status
 from .fit import FitResult

@@ -5,8 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 from statistics import NormalDist
@@ -14,10 +12,11 @@ from statistics import NormalDist
 from ..infer.fit_core import FitCore
 from ..model.design import Design
 from ..model.params import Layout, Params
-from ..infer.plain_bt import bt_covariances, is_plain_bt
+from ..infer.plain_bt import bt_covariances
 from ..infer.sandwich import Covariances, covariances_program, host_target_se, host_targets
 from ..model.links import net_preference, sigmoid
 from ..model.spec import ModelSpec
+from ..runtime.lazy_jax import jax, jnp
 from ..runtime.validate import check_choice
 from .boards import as_draws, score_board, scale_note
 from .intervals import draw_interval, interval_request
@@ -87,7 +86,7 @@ class FitResult:
         if not bool(self.core.curvature_ok):
             return None
         c = self.core
-        if is_plain_bt(self.layout.structure):  # its meat is residuals by (prompt, candidate): host numpy
+        if self.layout.structure.plain_bt:  # its meat is residuals by (prompt, candidate): host numpy
             return bt_covariances(c, self.design.arrays, self.layout, self.effective_spec.ridge, self.design.n_clusters)
         # Host arrays go to the jitted function as they are (jnp.asarray would compile a copy
         # program per shape in every new process).

@@ -22,17 +22,13 @@ import os
 import threading
 import weakref
 from concurrent.futures import Future
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
-
-import jax
 
 from . import cache
 from .batching import ahead_pool
+from .lazy_jax import jax, when_loaded
 from .progress import compiling
-from .x64 import jax_loaded
-
-jax_loaded()  # JAX has read the settings oscar_jax passed through the environment: put it back
 
 __all__ = ["RUN_ONCE", "exported", "forget", "persistent_jit", "register_pytree_names"]
 
@@ -41,12 +37,17 @@ _ALL: "weakref.WeakSet[_PersistentJit]" = weakref.WeakSet()
 
 
 def register_pytree_names(*types) -> None:
-    """Let ``jax.export`` (de)serialize these NamedTuples as inputs or outputs."""
-    for cls in types:
-        try:
-            jax.export.register_namedtuple_serialization(cls, serialized_name=f"{cls.__module__}.{cls.__qualname__}")
-        except ValueError:  # registered already (a module reloaded)
-            pass
+    """Let ``jax.export`` (de)serialize these NamedTuples as inputs or outputs (once JAX is loaded:
+    the modules that call this at their import are loaded by paths that compile nothing)."""
+    def register():
+        for cls in types:
+            try:
+                jax.export.register_namedtuple_serialization(cls,
+                                                             serialized_name=f"{cls.__module__}.{cls.__qualname__}")
+            except ValueError:  # registered already (a module reloaded)
+                pass
+
+    when_loaded(register)
 
 
 @lru_cache(maxsize=1)
@@ -100,11 +101,6 @@ class _PersistentJit:
         self._fun = fun
         self._static = tuple(static_argnames)
         self._options = compiler_options
-        self._jit = jax.jit(fun, static_argnames=self._static)
-        # JAX accepts compiler options on a top-level jit only; under a trace the plain
-        # jit is inlined into the enclosing program, which has its own.
-        self._top = self._jit if compiler_options is None else jax.jit(
-            fun, static_argnames=self._static, compiler_options=compiler_options)
         params = inspect.signature(fun).parameters.values()
         # Calls are keyed by parameter name; a keyword absorbed by **kw (or an argument by
         # *args) would send every call to the plain jit, silently, in every process.
@@ -121,7 +117,21 @@ class _PersistentJit:
         self.__name__ = getattr(fun, "__name__", "program")
         _ALL.add(self)
 
+    @cached_property
+    def _jit(self):  # made on first use: defining a program at import loads no JAX
+        return jax.jit(self._fun, static_argnames=self._static)
+
+    @cached_property
+    def _top(self):
+        # JAX accepts compiler options on a top-level jit only; under a trace the plain
+        # jit is inlined into the enclosing program, which has its own.
+        if self._options is None:
+            return self._jit
+        return jax.jit(self._fun, static_argnames=self._static, compiler_options=self._options)
+
     def __getattr__(self, name):  # lower, eval_shape, _cache_size, … of the plain jit
+        if name.startswith("__") or name in ("_jit", "_top"):
+            raise AttributeError(name)
         return getattr(self._jit, name)
 
     def _split(self, args, kwargs):

@@ -38,11 +38,11 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any, Callable, Sequence
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
+
+from .lazy_jax import jax, jnp
 
 
 __all__ = ["REP", "replicate_mesh", "replicate_sharded", "shard_replicates", "sharded_runner", "pad_replicates",

@@ -7,7 +7,8 @@ Importing this module (``import oscar_jax`` does, first) makes float64 the defau
 before any array is created: where JAX is not imported yet it sets ``JAX_ENABLE_X64``,
 which JAX reads when it is imported, so ``import oscar_jax`` and ``oscar --help`` do not
 pay for JAX; where it is, ``jax.config``. Variables set only for JAX's import are put
-back once JAX has read them (:func:`jax_loaded`), so child processes do not inherit them.
+back right after it, whoever imports JAX (:func:`jax_loaded`, run by
+:func:`~oscar_jax.runtime.lazy_jax.when_loaded`), so child processes do not inherit them.
 The size of XLA's CPU thread pool for the sampler is chosen here too
 (:func:`one_thread_cpu_backend`), and how the command line's process hands freed memory
 back (:func:`return_freed_memory`).
@@ -16,6 +17,8 @@ back (:func:`return_freed_memory`).
 import os
 import sys
 from contextlib import contextmanager
+
+from .lazy_jax import when_loaded
 
 # Variable → (its value before oscar_jax set it for JAX's import (None: unset), the value set).
 _SET_FOR_JAX: dict[str, tuple[str | None, str]] = {}
@@ -28,6 +31,8 @@ def set_before_jax(variable: str, value: str, option: str, option_value=None) ->
     if jax is not None and hasattr(jax, "config"):
         jax.config.update(option, value if option_value is None else option_value)
         return
+    if not _SET_FOR_JAX:
+        when_loaded(jax_loaded)
     _SET_FOR_JAX[variable] = (_SET_FOR_JAX.get(variable, (os.environ.get(variable), value))[0], value)
     os.environ[variable] = value
 

@@ -7,13 +7,12 @@ import time
 from functools import partial
 from typing import Sequence
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
 from ..runtime.batching import default_vmap_width, host_workers, run_in_order
 from ..infer.batch_fit import PROGRESS_CHUNK
+from ..runtime.lazy_jax import jax, jnp
 from ..runtime.progress import progress
 from ..runtime.sharding import place_for_mesh, replicate_mesh, to_host
 from ..simulate import TABLE_G1, SimParams, truth_of

@@ -18,14 +18,13 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 
 from ..runtime.jit import register_pytree_names
 from ..infer.fit_core import fit_core
 from ..model.params import Layout
 from ..infer.sandwich import covariances, delta_se, targets
+from ..runtime.lazy_jax import jax, jnp
 
 __all__ = ["CHECKS", "METRICS", "ReplicateMetrics", "Z_95", "coverage", "evaluate_replicate", "kendall_tau_b",
            "rmse"]

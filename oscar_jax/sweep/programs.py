@@ -11,12 +11,10 @@ from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import NamedTuple
 
-import jax
-import jax.numpy as jnp
-
 from ..runtime.jit import exported
 from ..runtime.batching import map_replicates
 from ..model.params import Layout
+from ..runtime.lazy_jax import jax, jnp
 from ..runtime.sharding import replicate_mesh, replicate_sharded
 from ..simulate import SimParams, record_arrays, simulate
 from .metrics import evaluate_replicate

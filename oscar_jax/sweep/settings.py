@@ -1,15 +1,16 @@
-"""What a sweep runs: settings (N, c, ρ), the paper's grid and controls, methods, replicate keys."""
+"""What a sweep runs: settings (N, c, ρ), the paper's grid and controls, methods, replicate keys.
+
+A replicate's key depends on the seed, its setting's N and its number only, so a replicate
+draws the same data whichever other settings or replicate ranges a run includes."""
 
 from __future__ import annotations
 
 from typing import NamedTuple, Sequence
 
-import jax
-import jax.numpy as jnp
-
-from ..simulate import TABLE_G1, SimParams
 from ..model.spec import ModelSpec, parse_model
+from ..runtime.lazy_jax import jax, jnp
 from ..runtime.validate import OscarInputError
+from ..simulate import TABLE_G1, SimParams
 
 __all__ = ["DEFAULT_METHODS", "DEFAULT_NS", "Setting", "TABLE_G2_CONTROLS", "TABLE_G2_N", "main_and_controls",
            "method_spec", "replicate_keys", "settings_grid"]
