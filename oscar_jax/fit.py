@@ -15,8 +15,9 @@ from functools import lru_cache
 
 import numpy as np
 
-from .infer.fit_core import fit_core_program
+from .infer.fit_core import complete_checks, fit_core_program
 from .infer.plain_bt import bt_fit_core
+from .infer.selection import column_mask
 from .model.problem import Problem, prepare
 from .model.spec import ModelSpec, parse_model
 from .results.boards import score_board
@@ -149,16 +150,20 @@ def _fit(problem: Problem, *, starts, seed, ci_prob, max_iter, warn, report_prog
         return _result(problem, core, ci_prob, warn)
     omega = _unit_weights(design.n_clusters)
     args = (design.arrays, omega, np.int64(seed))
+    program, host_checks = fit_core_program(design.n_cells)
     kw = dict(n_starts=starts, adaptive=adaptive, layout=layout, n_clusters=design.n_clusters, ridge=eff.ridge,
-              v_bound=eff.v_bound, max_iter=max_iter, stats=design.arrays.stats)
+              v_bound=eff.v_bound, max_iter=max_iter, stats=design.arrays.stats, host_checks=host_checks)
+    if host_checks:  # a small design: B.2's selection and B.3's spectra in host numpy (fit_core_program)
+        kw["free"] = tuple(int(x) for x in column_mask(design.arrays, design.arrays.stats, layout, xp=np))
     # Inside compile_ahead (the CLI): trace the fit first, then hand what will report on it
     # to the worker thread, whose tracing then runs while this thread compiles the fit.
-    program = fit_core_program(design.n_cells)
     program.preload(*args, **kw)
     if report_programs and not plain_bt:  # plain BT reports in host numpy
         prepare_report_programs(design, layout, eff.ridge)
     core = program(*args, **kw)
     core = type(core)(*jax.device_get(tuple(core)))
+    if host_checks:
+        core = complete_checks(core, design.arrays, layout.n_cand)
     return _result(problem, core, ci_prob, warn)
 
 

@@ -116,7 +116,7 @@ def test_fit_core_traces_once():
     d1 = oj.simulate_design(seed=11, n_prompts=150)
     d2 = oj.simulate_design(seed=12, n_prompts=150)
     res = oj.fit(d1, "j+p")
-    program = fit_core_program(d1.n_cells)
+    program = fit_core_program(d1.n_cells)[0]
     before = program._cache_size()
     oj.fit(d1, "j+p")
     oj.fit(d2, "j+p") if d2.n_cells == d1.n_cells and d2.arrays.pair_g.shape == d1.arrays.pair_g.shape else None
@@ -128,6 +128,38 @@ def test_fit_core_traces_once():
                         n_clusters=d1.n_clusters, stats=d1.arrays.stats)
     np.testing.assert_allclose(np.asarray(core.start_objectives), np.asarray(res.core.start_objectives), rtol=1e-12)
     np.testing.assert_allclose(np.asarray(core.theta), res.theta, rtol=0, atol=1e-8)
+
+
+def _check_cases():
+    design = oj.simulate_design(seed=11, n_prompts=150)
+    confounded = pd.DataFrame({"prompt": [f"p{i}" for i in range(40)], "candidate_a": "x", "candidate_b": "y",
+                               "judge": "j", "outcome": [1.0, 0.0, 1.0, 1.0] * 10})
+    frame = simulate_frame(seed=2, n_prompts=120)
+    a = frame.candidate_a.isin(["cand0", "cand1"]) & frame.candidate_b.isin(["cand0", "cand1"])
+    b = ~frame.candidate_a.isin(["cand0", "cand1"]) & ~frame.candidate_b.isin(["cand0", "cand1"])
+    split = oj.build_design(frame[a | b], require_connected=False)  # two components
+    return {"oscar": (design, "oscar"), "j+p": (design, "j+p"), "davidson+plf": (design, "davidson+plf"),
+            "confounded position": (oj.build_design(confounded), "bt+p"), "disconnected": (split, "j")}
+
+
+@pytest.mark.parametrize("case", list(_check_cases()))
+def test_a_small_fits_host_checks_are_the_compiled_checks(case):
+    # Below 2^15 cells a single fit chooses B.2's columns and runs B.3's spectral and graph
+    # checks in host numpy (a smaller program to compile); the compiled fit core, whose
+    # checks replicates and sweeps keep, must give the same selection and verdicts.
+    design, model = _check_cases()[case]
+    res = oj.fit(design, model, warn=False)
+    core = jax.device_get(fit_core_jit(design.arrays, np.ones(design.n_clusters), seeded_starts(res.layout, 2, 0),
+                                       layout=res.layout, n_clusters=design.n_clusters, stats=design.arrays.stats,
+                                       v_bound=res.effective_spec.v_bound, ridge=res.effective_spec.ridge))
+    np.testing.assert_array_equal(res.core.mask, np.asarray(core.mask))
+    for field in ("n_identified", "identified", "curvature_ok", "connected", "point_ok", "ok"):
+        assert np.asarray(getattr(res.core, field)) == np.asarray(getattr(core, field)), field
+    np.testing.assert_allclose([res.core.min_eig, res.core.max_eig], [core.min_eig, core.max_eig], rtol=1e-10)
+    if case == "confounded position":
+        assert not res.core.identified
+    if case == "disconnected":
+        assert not res.core.connected and not res.core.ok
 
 
 def test_failed_checks_warn_and_are_recorded():

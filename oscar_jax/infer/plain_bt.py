@@ -18,6 +18,7 @@ from ..model.links import sigmoid, softplus
 from ..model.params import helmert
 from .fit_core import CURVATURE_REL, IDENTIFIED_REL, STATIONARITY_TOL, FitCore
 from .sandwich import host_sym_solve, sandwich
+from .selection import host_connected
 
 __all__ = ["BTSolution", "bt_core", "bt_covariances", "bt_fit_core", "bt_table"]
 
@@ -99,16 +100,6 @@ def bt_core(i, j, n, y, n_cand: int, ridge: float = 0.05, *, gtol: float = 1e-12
                       n_iter=it, converged=converged)
 
 
-def _connected(i, j, n_cand: int) -> bool:
-    """Whether the pairs link all candidates: reachability by repeated squaring of the
-    C × C adjacency (C is small; no Python loop over the pairs)."""
-    reach = np.eye(n_cand, dtype=bool)
-    reach[i, j] = reach[j, i] = True
-    for _ in range(max(1, int(np.ceil(np.log2(n_cand))))):
-        reach = (reach.astype(np.float64) @ reach.astype(np.float64)) > 0
-    return bool(reach[0].all())
-
-
 def bt_fit_core(arrays, layout, ridge: float, n_clusters: int, max_iter: int = 100) -> FitCore:
     """:class:`FitCore` (numpy) of plain BT on a design's cells, the B.3 checks included.
 
@@ -129,7 +120,7 @@ def bt_fit_core(arrays, layout, ridge: float, n_clusters: int, max_iter: int = 1
     grad_inf = float(np.max(np.abs(sol.grad), initial=0.0))
     stationary = grad_inf / max(weight, 1e-300) <= STATIONARITY_TOL
     g_eff = n_clusters  # every cluster carries weight one in a full-data fit
-    connected = _connected(i, j, c)
+    connected = host_connected(i, j, c)
     identified = n_identified == p
     point_ok = stationary and identified and curvature and connected
     return FitCore(theta=sol.u, mask=np.ones(p), objective=np.float64(sol.objective),

@@ -9,20 +9,31 @@ fold and simulated dataset.
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..model.design import DesignArrays
 from ..model.params import Layout
 from ..runtime.lazy_jax import jax, jnp
 
-__all__ = ["column_mask", "components_connected", "graph_connected"]
+__all__ = ["column_mask", "components_connected", "graph_connected", "host_connected"]
 
 
-def _bias_columns(arrays: DesignArrays, layout: Layout):
+def _bias_columns(arrays: DesignArrays, layout: Layout, xp):
     """(term, column index within term, covariate vector) in B.2 order (no τ)."""
-    ones = jnp.ones(arrays.z.shape[0], arrays.z.dtype)
-    return [(t, j, ones if col is None else arrays.z[:, col]) for t, j, col in layout.bias_columns]
+    z = xp.asarray(arrays.z)
+    ones = xp.ones(z.shape[0], z.dtype)
+    return [(t, j, ones if col is None else z[:, col]) for t, j, col in layout.bias_columns]
 
 
-def column_mask(arrays: DesignArrays, stats, layout: Layout, tol: float = 1e-10):
+def _set(x, index, values, xp):
+    if xp is jnp:
+        return x.at[index].set(values)
+    x = x.copy()
+    x[index] = values
+    return x
+
+
+def column_mask(arrays: DesignArrays, stats, layout: Layout, tol: float = 1e-10, xp=jnp):
     """Free-coordinate mask of θ (1 = estimated, 0 = fixed at zero), Appendix B.2.
 
     Within each judge, the bias columns (position 1, length L, family F, covariates X)
@@ -32,34 +43,40 @@ def column_mask(arrays: DesignArrays, stats, layout: Layout, tol: float = 1e-10)
     modified Gram–Schmidt in the record domain (segment sums by judge), which resolves
     exact collinearity to rounding level (~1e-16), far below ``tol``; a Gram-matrix
     version would only resolve ~1e-8. Judges with no weight also get their log γ (and
-    τ) fixed. Works under vmap over ``stats``.
+    τ) fixed. Works under vmap over ``stats``; ``xp=np``: the same selection in host numpy
+    (a single fit on a small design, whose program then need not hold it).
     """
+    stats = xp.asarray(stats)
+    k = xp.asarray(arrays.k)
     w = stats[:, 0]
     K = layout.n_judge
-    seg = lambda x: jax.ops.segment_sum(x, arrays.k, num_segments=K)  # noqa: E731
+    if xp is jnp:
+        seg = lambda x: jax.ops.segment_sum(x, k, num_segments=K)  # noqa: E731
+    else:
+        seg = lambda x: np.bincount(k, weights=x, minlength=K)  # noqa: E731
     has_data = seg(w) > 0
-    mask = jnp.ones(layout.n_theta, stats.dtype)
+    mask = xp.ones(layout.n_theta, stats.dtype)
     tb = layout.theta_blocks
     basis = []
-    for term, j, x in _bias_columns(arrays, layout):
+    for term, j, x in _bias_columns(arrays, layout, xp):
         r = x
         for q in basis:
             num, den = seg(w * r * q), seg(w * q * q)
-            coef = jnp.where(den > 0, num / jnp.where(den > 0, den, 1.0), 0.0)
-            r = r - coef[arrays.k] * q
+            coef = xp.where(den > 0, num / xp.where(den > 0, den, 1.0), 0.0)
+            r = r - coef[k] * q
         res, norm = seg(w * r * r), seg(w * x * x)
         keep = (norm > 0) & (res > (tol ** 2) * norm) & has_data
-        basis.append(r * keep[arrays.k])
+        basis.append(r * keep[k])
         if term == "cov":
-            positions = tb["cov"].start + jnp.arange(K) * layout.n_cov + j
+            positions = tb["cov"].start + xp.arange(K) * layout.n_cov + j
         else:
-            positions = tb[term].start + jnp.arange(K)
-        mask = mask.at[positions].set(keep.astype(stats.dtype))
+            positions = tb[term].start + xp.arange(K)
+        mask = _set(mask, positions, keep.astype(stats.dtype), xp)
     if layout.structure.davidson:
-        mask = mask.at[tb["tau"]].set(has_data.astype(stats.dtype))
+        mask = _set(mask, tb["tau"], has_data.astype(stats.dtype), xp)
     if layout.structure.learn_gamma:
-        free = jnp.asarray([kk for kk in range(K) if kk != layout.ref], jnp.int32)
-        mask = mask.at[tb["v"]].set(has_data[free].astype(stats.dtype))
+        free = xp.asarray([kk for kk in range(K) if kk != layout.ref], xp.int32)
+        mask = _set(mask, tb["v"], has_data[free].astype(stats.dtype), xp)
     return mask
 
 
@@ -96,3 +113,13 @@ def graph_connected(a, b, active, n_cand: int):
     labels0 = jnp.arange(n_cand, dtype=jnp.int32)
     labels, _, _ = jax.lax.while_loop(lambda s: s[1] & (s[2] < n_cand + 1), step, (labels0, jnp.bool_(True), 0))
     return jnp.all(present) & jnp.all(labels == 0)
+
+
+def host_connected(a, b, n_cand: int) -> bool:
+    """:func:`graph_connected` of the edges (a, b) in host numpy: reachability by repeated
+    squaring of the C × C adjacency (C is small; no Python loop over the edges)."""
+    reach = np.eye(n_cand, dtype=bool)
+    reach[np.asarray(a), np.asarray(b)] = reach[np.asarray(b), np.asarray(a)] = True
+    for _ in range(max(1, int(np.ceil(np.log2(n_cand))))):
+        reach = (reach.astype(np.float64) @ reach.astype(np.float64)) > 0
+    return bool(reach[0].all())
