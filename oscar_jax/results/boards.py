@@ -18,9 +18,10 @@ Anchoring pins one candidate at a value. It is a change of *contrast*, not a shi
 other candidates' scores become x_i − x_anchor, whose variance is
 var(x_i) + var(x_anchor) − 2 cov(x_i, x_anchor), so the anchor's uncertainty moves onto
 everyone else (the anchor's own interval has zero width). Sandwich and model-based
-intervals are therefore recomputed by the delta method for the anchored contrast
-(the Jacobian of θ ↦ x(θ) − x_anchor(θ) is that of x less the anchor's row, in host numpy:
-:func:`oscar_jax.infer.sandwich.host_target_jacobians`), never shifted; bootstrap and posterior intervals are taken over the draws of the same contrast.
+intervals are therefore recomputed by the delta method for the anchored contrast (the
+Jacobian of θ ↦ x(θ) − x_anchor(θ) is that of x less the anchor's row, in host numpy:
+:func:`oscar_jax.infer.sandwich.host_target_jacobians`), never shifted; bootstrap and
+posterior intervals are taken over the draws of the same contrast.
 The point estimate is the full-data fit where the result has one (a fit, a bootstrap),
 never a bootstrap median; a posterior's is the mean of its draws.
 
