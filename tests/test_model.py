@@ -80,19 +80,30 @@ def test_sandwich_in_blocks_equals_the_one_pass(small_design, monkeypatch):
     theta = c.theta
     omega = np.random.default_rng(0).gamma(2.0, 0.5, d.n_clusters)  # unequal cluster weights
 
-    def run():
+    def run(blocks=None):
         return jax.jit(lambda t, w: sandwich.covariances(t, c.mask, c.hess, c.info, d.arrays, w, layout=layout,
-                                                         n_clusters=d.n_clusters, ridge=0.05))(theta, omega)
+                                                         n_clusters=d.n_clusters, ridge=0.05, blocks=blocks))(
+            theta, omega)
 
     whole = run()
+    assert sandwich.meat_blocks(d.arrays.pair_g, d.n_clusters) is None  # small: Ψ is held whole
     n_pairs = int(d.arrays.pair_g.shape[0])
     assert n_pairs % 97 and n_pairs > 2 * 97 and d.n_clusters % 7 and d.n_clusters > 2 * 7
     monkeypatch.setattr(derivatives, "CHUNK", 97)
+    monkeypatch.setattr(sandwich, "CHUNK", 97)
     monkeypatch.setattr(sandwich, "MEAT_ROWS", 7)
-    blocks = run()
     scale = np.max(np.abs(whole.cluster))
-    assert np.max(np.abs(np.asarray(blocks.cluster) - whole.cluster)) <= 1e-12 * scale
-    np.testing.assert_array_equal(blocks.model, whole.model)
+    # Ψ in chunks, the meat in blocks; then Ψ never whole: made a block of prompts at a time
+    # (twice: the mean, then the centred sum), the last block padded with weight-0 rows.
+    blocks = sandwich.meat_blocks(d.arrays.pair_g, d.n_clusters)
+    assert blocks is not None and len(blocks[0]) == -(-d.n_clusters // 7)
+    for got in (run(), run(blocks)):
+        assert np.max(np.abs(np.asarray(got.cluster) - whole.cluster)) <= 1e-12 * scale
+        np.testing.assert_array_equal(got.model, whole.model)
+    # A block that read one pair too few (its last prompt's last pair dropped) is caught.
+    starts, span = blocks
+    short = run(((0, *(x + 1 for x in starts[1:])), span))
+    assert np.max(np.abs(np.asarray(short.cluster) - whole.cluster)) > 1e-6 * scale
     # The check can fail: had the moved-back block counted its repeated rows again, the meat
     # would move by more than 1e-6 of its scale, far above the tolerance (removing the weight-0
     # mask of sandwich._centred_meat fails this test).

@@ -25,6 +25,7 @@ from ..runtime.lazy_jax import jax, jnp
 
 __all__ = [
     "cell_probabilities",
+    "cluster_score_block",
     "cluster_scores",
     "cluster_scores_phi",
     "expected_information",
@@ -345,6 +346,15 @@ def cell_probabilities(theta, arrays: DesignArrays, layout: Layout):
     return local_prob(_columns(theta, arrays, layout), _rows(arrays.z), layout)
 
 
+def _pair_scores(phi, arrays: DesignArrays, layout: Layout, pair_cell, pair_g, pair_stats, omega=None, idx=None):
+    """(prompt, local slots, local loss gradients) of (prompt, cell) pairs at φ."""
+    if idx is None:
+        idx = local_index(layout, arrays.a[pair_cell], arrays.b[pair_cell], arrays.k[pair_cell])
+    stats = pair_stats if omega is None else pair_stats * omega[pair_g][:, None]
+    _, grads, _ = column_derivatives(phi[idx].T, arrays.z[pair_cell].T, stats.T, layout, with_hess=False)
+    return pair_g[:, None], idx, jnp.stack(grads, axis=1)
+
+
 def cluster_scores_phi(theta, arrays: DesignArrays, layout: Layout, n_clusters: int, omega=None):
     """Ψ_g in the expanded space φ (G × dim φ); ``cluster_scores`` maps it to θ.
 
@@ -353,31 +363,37 @@ def cluster_scores_phi(theta, arrays: DesignArrays, layout: Layout, n_clusters: 
     bytes a pair) stay at CHUNK whatever N (at 10⁶ records they were most of the sandwich's
     peak). Up to CHUNK pairs (every simulated dataset of the sweeps) the one pass as before.
     """
-    jac = jnp.asarray(layout.jacobian)
-    phi = jac @ theta
+    phi = jnp.asarray(layout.jacobian) @ theta
     n = arrays.pair_g.shape[0]
-
-    def scores(pair_cell, pair_g, pair_stats, idx=None):
-        if idx is None:
-            idx = local_index(layout, arrays.a[pair_cell], arrays.b[pair_cell], arrays.k[pair_cell])
-        stats = pair_stats if omega is None else pair_stats * omega[pair_g][:, None]
-        _, grads, _ = column_derivatives(phi[idx].T, arrays.z[pair_cell].T, stats.T, layout, with_hess=False)
-        return pair_g[:, None], idx, jnp.stack(grads, axis=1)
-
     psi = jnp.zeros((n_clusters, layout.n_phi), phi.dtype)
     if n <= CHUNK:
         idx = local_index(layout, arrays.a, arrays.b, arrays.k)[arrays.pair_cell]
-        g, idx, grads = scores(arrays.pair_cell, arrays.pair_g, arrays.pair_stats, idx)
+        g, idx, grads = _pair_scores(phi, arrays, layout, arrays.pair_cell, arrays.pair_g, arrays.pair_stats, omega,
+                                     idx)
         return psi.at[g, idx].add(grads)
 
     def add(psi, lo, size):
         take = lambda x: jax.lax.dynamic_slice_in_dim(x, lo, size)  # noqa: E731
-        g, idx, grads = scores(take(arrays.pair_cell), take(arrays.pair_g), take(arrays.pair_stats))
+        g, idx, grads = _pair_scores(phi, arrays, layout, take(arrays.pair_cell), take(arrays.pair_g),
+                                     take(arrays.pair_stats), omega)
         return psi.at[g, idx].add(grads)
 
     n_full, rest = divmod(n, CHUNK)
     psi = jax.lax.scan(lambda acc, i: (add(acc, i * CHUNK, CHUNK), None), psi, jnp.arange(n_full))[0]
     return add(psi, n_full * CHUNK, rest) if rest else psi
+
+
+def cluster_score_block(phi, arrays: DesignArrays, layout: Layout, lo, span: int, first, rows: int):
+    """Ψ (φ space) of prompts ``first`` … ``first + rows − 1`` (rows × dim φ), from the
+    ``span`` pairs from ``lo`` (the pairs sorted by prompt, as build_design leaves them, so a
+    block of prompts is a run of pairs); the other prompts' pairs in the span are dropped.
+    Each Ψ_g is added in pair order, as :func:`cluster_scores_phi` adds it."""
+    take = lambda x: jax.lax.dynamic_slice_in_dim(x, lo, span)  # noqa: E731
+    g, idx, grads = _pair_scores(phi, arrays, layout, take(arrays.pair_cell), take(arrays.pair_g),
+                                 take(arrays.pair_stats))
+    local = g - first
+    local = jnp.where((local >= 0) & (local < rows), local, rows)  # row `rows`: the dropped pairs
+    return jnp.zeros((rows + 1, layout.n_phi), phi.dtype).at[local, idx].add(grads)[:rows]
 
 
 def cluster_scores(theta, arrays: DesignArrays, layout: Layout, n_clusters: int, omega=None):

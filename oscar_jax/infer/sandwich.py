@@ -14,7 +14,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..runtime.lazy_jax import jax, jnp
-from .derivatives import cluster_scores_phi
+from .derivatives import CHUNK, cluster_score_block, cluster_scores_phi
 from ..model.links import sigmoid
 from ..model.design import DesignArrays
 from ..model.params import Layout
@@ -24,7 +24,7 @@ from ..runtime.jit import RUN_ONCE, persistent_jit, register_pytree_names
 INDEPENDENCE_NOTE = "assumes independent records; too narrow under prompt dependence"
 
 __all__ = ["Covariances", "covariances", "covariances_jit", "covariances_program", "delta_se", "field_probability",
-           "host_quadratic_se", "host_sym_solve", "host_target_jacobians", "host_target_se",
+           "host_quadratic_se", "host_sym_solve", "meat_blocks", "host_target_jacobians", "host_target_se",
            "host_targets", "sandwich", "targets", "targets_batch_jit", "Targets"]
 
 
@@ -67,20 +67,77 @@ def _centred_meat(psi, omega, mean):
     return jax.lax.fori_loop(0, -(-n // MEAT_ROWS), block, zero)
 
 
+def meat_blocks(pair_g, n_clusters: int) -> tuple[tuple[int, ...], int] | None:
+    """Where the meat should be summed a block of MEAT_ROWS prompts at a time without ever
+    holding Ψ whole (:func:`covariances`' ``blocks``): (the first pair of each block, the
+    pairs of the longest block), from the design's prompt of each pair (sorted, as
+    build_design leaves them), in host numpy. None below CHUNK pairs or MEAT_ROWS prompts
+    (Ψ is small), for unsorted pairs, or where one block's pairs would outweigh Ψ's saving.
+    """
+    n = int(np.shape(pair_g)[0])
+    if n <= CHUNK or n_clusters <= MEAT_ROWS:
+        return None
+    g = np.asarray(pair_g)
+    if np.any(g[1:] < g[:-1]):
+        return None
+    starts = np.searchsorted(g, np.arange(0, n_clusters, MEAT_ROWS))
+    span = int(np.max(np.diff(np.append(starts, n))))
+    if span > 8 * CHUNK:
+        return None
+    return tuple(int(x) for x in starts), span
+
+
+def _blocked_meat(theta, arrays: DesignArrays, layout: Layout, omega, starts, span: int):
+    """(Σ_g ω_g (Ψ_g − Ψ̄)(Ψ_g − Ψ̄)ᵀ, Σ ω) with Ψ made a block of MEAT_ROWS prompts at a time,
+    twice (the weighted mean Ψ̄, then the centred sum), never whole: at 10⁷ records Ψ is
+    500,000 prompts × dim φ (~640 MB). The blocks are :func:`_centred_meat`'s, the last one
+    padded with weight-0 rows instead of moved back."""
+    phi = jnp.asarray(layout.jacobian) @ theta
+    n = arrays.pair_g.shape[0]
+    n_blocks = len(starts)
+    first = jnp.asarray(starts)
+    padded = jnp.zeros(n_blocks * MEAT_ROWS, phi.dtype).at[:omega.shape[0]].set(omega)
+
+    def block(b):
+        lo = jnp.minimum(first[b], n - span)
+        psi = cluster_score_block(phi, arrays, layout, lo, span, b * MEAT_ROWS, MEAT_ROWS)
+        return psi, jax.lax.dynamic_slice_in_dim(padded, b * MEAT_ROWS, MEAT_ROWS)
+
+    def weighted(b, acc):
+        psi, w = block(b)
+        return acc + w @ psi
+
+    g_eff = jnp.sum(omega)
+    mean = jax.lax.fori_loop(0, n_blocks, weighted, jnp.zeros(layout.n_phi, phi.dtype)) / g_eff
+
+    def centred(b, acc):
+        psi, w = block(b)
+        c = psi - mean
+        return acc + (c.T * w) @ c
+
+    return jax.lax.fori_loop(0, n_blocks, centred, jnp.zeros((layout.n_phi,) * 2, phi.dtype)), g_eff
+
+
 def covariances(theta, mask, hess, info, arrays: DesignArrays, omega, *, layout: Layout,
-                n_clusters: int, ridge) -> Covariances:
+                n_clusters: int, ridge, blocks: tuple[tuple[int, ...], int] | None = None) -> Covariances:
     """Cluster-robust and model-based covariance of θ̂.
 
     ``hess`` is the penalized observed Hessian from the fit (identity on fixed
     coordinates), ``info`` the unpenalized expected information (zero on fixed), ``omega``
     the cluster weights the fit used: a cluster of weight ω counts as ω clusters.
+    ``blocks`` (static; :func:`meat_blocks`): sum the meat a block of prompts at a time
+    without holding the G × dim φ cluster scores whole.
     """
     # Ψ_g in the expanded space φ (unit weights); V = Jᵀ V_φ J. Forming V_φ first avoids
     # the (G × dim φ) · (dim φ × dim θ) product, the largest cost when G ~ N.
-    psi = cluster_scores_phi(theta, arrays, layout, n_clusters)
-    omega = jnp.asarray(omega, psi.dtype)
-    g_eff = jnp.sum(omega)
-    v_phi = (g_eff / (g_eff - 1.0)) * _centred_meat(psi, omega, (omega @ psi) / g_eff)
+    omega = jnp.asarray(omega, jnp.float64)
+    if blocks is None:
+        psi = cluster_scores_phi(theta, arrays, layout, n_clusters)
+        g_eff = jnp.sum(omega)
+        meat = _centred_meat(psi, omega, (omega @ psi) / g_eff)
+    else:
+        meat, g_eff = _blocked_meat(theta, arrays, layout, omega, *blocks)
+    v_phi = (g_eff / (g_eff - 1.0)) * meat
     return sandwich(v_phi, jnp.asarray(layout.jacobian), mask, hess, info, ridge, jnp, _sym_solve)
 
 
@@ -231,8 +288,9 @@ def host_target_se(theta, cov, layout: Layout, weights=None) -> Targets:
 
 
 register_pytree_names(Covariances, Targets)
-covariances_jit = persistent_jit(covariances, static_argnames=("layout", "n_clusters"))
-_covariances_run_once = persistent_jit(covariances, static_argnames=("layout", "n_clusters"), compiler_options=RUN_ONCE)
+covariances_jit = persistent_jit(covariances, static_argnames=("layout", "n_clusters", "blocks"))
+_covariances_run_once = persistent_jit(covariances, static_argnames=("layout", "n_clusters", "blocks"),
+                                       compiler_options=RUN_ONCE)
 
 
 def covariances_program(n_cells: int):

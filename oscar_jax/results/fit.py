@@ -13,7 +13,7 @@ from ..infer.fit_core import FitCore
 from ..model.design import Design
 from ..model.params import Layout, Params
 from ..infer.plain_bt import bt_covariances
-from ..infer.sandwich import Covariances, covariances_program, host_target_se, host_targets
+from ..infer.sandwich import Covariances, covariances_program, host_target_se, host_targets, meat_blocks
 from ..model.links import net_preference, sigmoid
 from ..model.spec import ModelSpec
 from ..runtime.lazy_jax import jax, jnp
@@ -42,7 +42,8 @@ def _covariances_call(design: Design, layout: Layout, ridge, theta, mask, hess, 
     """(program, args, keywords) of the cluster sandwich: the one call both
     :attr:`FitResult.cov` and :func:`prepare_report_programs` make."""
     return (covariances_program(design.n_cells), (theta, mask, hess, info, design.arrays, omega),
-            dict(layout=layout, n_clusters=design.n_clusters, ridge=ridge))
+            dict(layout=layout, n_clusters=design.n_clusters, ridge=ridge,
+                 blocks=meat_blocks(design.arrays.pair_g, design.n_clusters)))
 
 
 def prepare_report_programs(design: Design, layout: Layout, ridge) -> None:
