@@ -24,8 +24,8 @@ from ..runtime.jit import RUN_ONCE, persistent_jit, register_pytree_names
 INDEPENDENCE_NOTE = "assumes independent records; too narrow under prompt dependence"
 
 __all__ = ["Covariances", "covariances", "covariances_jit", "covariances_program", "delta_se", "field_probability",
-           "host_quadratic_se", "host_sym_solve", "meat_blocks", "host_target_jacobians", "host_target_se",
-           "host_targets", "sandwich", "targets", "targets_batch_jit", "Targets"]
+           "host_quadratic_se", "host_sym_solve", "host_target_jacobians", "host_target_se", "host_targets",
+           "meat_blocks", "sandwich", "targets", "targets_batch_jit", "Targets"]
 
 
 class Covariances(NamedTuple):
@@ -89,8 +89,8 @@ def meat_blocks(pair_g, n_clusters: int) -> tuple[tuple[int, ...], int] | None:
 
 def _blocked_meat(theta, arrays: DesignArrays, layout: Layout, omega, starts, span: int):
     """(Σ_g ω_g (Ψ_g − Ψ̄)(Ψ_g − Ψ̄)ᵀ, Σ ω) with Ψ made a block of MEAT_ROWS prompts at a time,
-    twice (the weighted mean Ψ̄, then the centred sum), never whole: at 10⁷ records Ψ is
-    500,000 prompts × dim φ (~640 MB). The blocks are :func:`_centred_meat`'s, the last one
+    twice (the weighted mean Ψ̄, then the centred sum), never whole: at 10⁷ Arena-style
+    records Ψ is 500,000 prompts × dim φ 160 (~640 MB). The blocks are :func:`_centred_meat`'s, the last one
     padded with weight-0 rows instead of moved back."""
     phi = jnp.asarray(layout.jacobian) @ theta
     n = arrays.pair_g.shape[0]
