@@ -320,19 +320,18 @@ def _verdicts(stationary, identified, curvature, at_bound, connected, clusters_o
     return point_ok, point_ok & clusters_ok
 
 
-def complete_checks(core: FitCore, arrays: DesignArrays, n_cand: int) -> FitCore:
-    """A fit made with ``host_checks`` (numpy fields) with its B.3 spectral and connectivity
-    checks, in host numpy: the same thresholds as compiled, on the full-data cells. The
+def complete_checks(core: FitCore, a, b, n_cand: int) -> FitCore:
+    """A fit made with ``host_checks`` (numpy fields), or on the host (plain BT), with its B.3
+    spectral and connectivity checks, in host numpy: the same thresholds as compiled. The
     information's singular values count the identified directions (:func:`_n_identified`);
     the filled free block's eigenvalues give the curvature check and its extremes
-    (:func:`_curvature`); the positive-weight cells' graph its connectivity."""
+    (:func:`_curvature`); the comparisons (a, b) with positive weight, its connectivity."""
     mask = np.asarray(core.mask, np.float64)
     sv = np.linalg.svd(np.asarray(core.info, np.float64), compute_uv=False)
     n_identified = np.int64(np.sum(_above(sv, np.max(sv), IDENTIFIED_REL, np)))
     ev = np.linalg.eigvalsh(_filled_free_block(np.asarray(core.hess, np.float64), mask, np)[0])
     curvature = np.bool_(_above(ev[0], ev[-1], CURVATURE_REL, np))
-    live = np.asarray(arrays.stats)[:, 0] > 0
-    connected = np.bool_(host_connected(np.asarray(arrays.a)[live], np.asarray(arrays.b)[live], n_cand))
+    connected = np.bool_(host_connected(a, b, n_cand))
     identified = np.bool_(n_identified == core.n_free)
     point_ok, ok = _verdicts(core.stationary, identified, curvature, core.at_bound, connected, core.clusters_ok)
     return core._replace(n_identified=n_identified, identified=identified, min_eig=np.float64(ev[0]),

@@ -16,9 +16,8 @@ import numpy as np
 
 from ..model.links import sigmoid, softplus
 from ..model.params import helmert
-from .fit_core import CURVATURE_REL, IDENTIFIED_REL, STATIONARITY_TOL, FitCore
+from .fit_core import STATIONARITY_TOL, FitCore, complete_checks
 from .sandwich import host_sym_solve, sandwich
-from .selection import host_connected
 
 __all__ = ["BTSolution", "bt_core", "bt_covariances", "bt_fit_core", "bt_table"]
 
@@ -103,8 +102,8 @@ def bt_core(i, j, n, y, n_cand: int, ridge: float = 0.05, *, gtol: float = 1e-12
 def bt_fit_core(arrays, layout, ridge: float, n_clusters: int, max_iter: int = 100) -> FitCore:
     """:class:`FitCore` (numpy) of plain BT on a design's cells, the B.3 checks included.
 
-    The same checks as :func:`~oscar_jax.infer.fit_core.fit_core`: the objective is strictly
-    convex, so one start; every θ coordinate is free (no bias columns to select); the
+    The same checks as :func:`~oscar_jax.infer.fit_core.fit_core`, by its host
+    :func:`~oscar_jax.infer.fit_core.complete_checks`: the objective is strictly convex, so one start; every θ coordinate is free (no bias columns to select); the
     observed Hessian is the information plus λI (η is linear in θ).
     """
     stats = np.asarray(arrays.stats)
@@ -113,25 +112,19 @@ def bt_fit_core(arrays, layout, ridge: float, n_clusters: int, max_iter: int = 1
     sol = bt_core(i, j, n, y, c, ridge, max_iter=max_iter, helm=layout.helmert)
     weight = float(np.sum(stats[:, 0]))
     p = len(sol.u)
-    ev_info = np.linalg.eigvalsh(sol.info)
-    ev_hess = ev_info + ridge  # the Hessian is info + λI
-    n_identified = int(np.sum(ev_info > max(1e-12, IDENTIFIED_REL * ev_info[-1])))
-    curvature = bool(ev_hess[0] > max(1e-12, CURVATURE_REL * ev_hess[-1]))
     grad_inf = float(np.max(np.abs(sol.grad), initial=0.0))
-    stationary = grad_inf / max(weight, 1e-300) <= STATIONARITY_TOL
     g_eff = n_clusters  # every cluster carries weight one in a full-data fit
-    connected = host_connected(i, j, c)
-    identified = n_identified == p
-    point_ok = stationary and identified and curvature and connected
-    return FitCore(theta=sol.u, mask=np.ones(p), objective=np.float64(sol.objective),
+    unset, nan = np.bool_(False), np.float64(np.nan)  # the spectral and graph checks: complete_checks
+    core = FitCore(theta=sol.u, mask=np.ones(p), objective=np.float64(sol.objective),
                    start_objectives=np.asarray([sol.objective]), n_iter=np.int32(sol.n_iter),
                    converged=np.bool_(sol.converged), status=np.int32(0 if sol.converged else 1),
-                   weight=np.float64(weight), grad_inf=np.float64(grad_inf), stationary=np.bool_(stationary),
-                   n_free=np.float64(p), n_identified=np.int64(n_identified), identified=np.bool_(identified),
-                   min_eig=np.float64(ev_hess[0]), max_eig=np.float64(ev_hess[-1]), curvature_ok=np.bool_(curvature),
-                   at_bound=np.bool_(False), n_clusters=np.int64(g_eff), clusters_ok=np.bool_(g_eff > p),
-                   connected=np.bool_(connected), point_ok=np.bool_(point_ok), ok=np.bool_(point_ok and g_eff > p),
+                   weight=np.float64(weight), grad_inf=np.float64(grad_inf),
+                   stationary=np.bool_(grad_inf / max(weight, 1e-300) <= STATIONARITY_TOL),
+                   n_free=np.float64(p), n_identified=np.int64(0), identified=unset, min_eig=nan, max_eig=nan,
+                   curvature_ok=unset, at_bound=np.bool_(False), n_clusters=np.int64(g_eff),
+                   clusters_ok=np.bool_(g_eff > p), connected=unset, point_ok=unset, ok=unset,
                    hess=sol.hess, info=sol.info)
+    return complete_checks(core, i, j, c)
 
 
 MEAT_BLOCK = 1 << 12  # clusters per block of the meat's sum (a block's Ψ is MEAT_BLOCK × C)
