@@ -43,6 +43,12 @@ def _sym_solve(h, rhs):
 MEAT_ROWS = 1 << 12  # clusters per block of the meat's sum beyond one block (~5 MB of work arrays at dim φ 160)
 
 
+def _meat_term(psi, omega, mean):
+    """Σ over the rows of ω_g (Ψ_g − Ψ̄)(Ψ_g − Ψ̄)ᵀ: one block of the meat."""
+    centred = psi - mean
+    return (centred.T * omega) @ centred
+
+
 def _centred_meat(psi, omega, mean):
     """Σ_g ω_g (Ψ_g − Ψ̄)(Ψ_g − Ψ̄)ᵀ.
 
@@ -53,15 +59,13 @@ def _centred_meat(psi, omega, mean):
     """
     n = psi.shape[0]
     if n <= MEAT_ROWS:
-        centred = psi - mean
-        return (centred.T * omega) @ centred
+        return _meat_term(psi, omega, mean)
 
     def block(i, acc):
         lo = jnp.minimum(i * MEAT_ROWS, n - MEAT_ROWS)
         rows = lo + jnp.arange(MEAT_ROWS)
         w = jnp.where(rows >= i * MEAT_ROWS, jax.lax.dynamic_slice_in_dim(omega, lo, MEAT_ROWS), 0.0)
-        centred = jax.lax.dynamic_slice_in_dim(psi, lo, MEAT_ROWS) - mean
-        return acc + (centred.T * w) @ centred
+        return acc + _meat_term(jax.lax.dynamic_slice_in_dim(psi, lo, MEAT_ROWS), w, mean)
 
     zero = jnp.zeros((psi.shape[1],) * 2, psi.dtype)
     return jax.lax.fori_loop(0, -(-n // MEAT_ROWS), block, zero)
@@ -88,10 +92,10 @@ def meat_blocks(pair_g, n_clusters: int) -> tuple[tuple[int, ...], int] | None:
 
 
 def _blocked_meat(theta, arrays: DesignArrays, layout: Layout, omega, starts, span: int):
-    """(Σ_g ω_g (Ψ_g − Ψ̄)(Ψ_g − Ψ̄)ᵀ, Σ ω) with Ψ made a block of MEAT_ROWS prompts at a time,
-    twice (the weighted mean Ψ̄, then the centred sum), never whole: at 10⁷ Arena-style
-    records Ψ is 500,000 prompts × dim φ 160 (~640 MB). The blocks are :func:`_centred_meat`'s, the last one
-    padded with weight-0 rows instead of moved back."""
+    """(Σ_g ω_g (Ψ_g − Ψ̄)(Ψ_g − Ψ̄)ᵀ, Σ ω) with Ψ made a block of MEAT_ROWS prompts at a
+    time, twice (the weighted mean Ψ̄, then the centred sum), never whole: at 10⁷ Arena-style
+    records Ψ is 500,000 prompts × dim φ 160 (~640 MB). The blocks are
+    :func:`_centred_meat`'s, the last one padded with weight-0 rows instead of moved back."""
     phi = jnp.asarray(layout.jacobian) @ theta
     n = arrays.pair_g.shape[0]
     n_blocks = len(starts)
@@ -111,9 +115,7 @@ def _blocked_meat(theta, arrays: DesignArrays, layout: Layout, omega, starts, sp
     mean = jax.lax.fori_loop(0, n_blocks, weighted, jnp.zeros(layout.n_phi, phi.dtype)) / g_eff
 
     def centred(b, acc):
-        psi, w = block(b)
-        c = psi - mean
-        return acc + (c.T * w) @ c
+        return acc + _meat_term(*block(b), mean)
 
     return jax.lax.fori_loop(0, n_blocks, centred, jnp.zeros((layout.n_phi,) * 2, phi.dtype)), g_eff
 
