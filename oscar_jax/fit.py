@@ -163,8 +163,9 @@ def _fit(problem: Problem, *, starts, seed, ci_prob, max_iter, warn, report_prog
     core = program(*args, **kw)
     core = type(core)(*jax.device_get(tuple(core)))
     if host_checks:
-        live = np.asarray(design.arrays.stats)[:, 0] > 0
-        core = complete_checks(core, np.asarray(design.arrays.a)[live], np.asarray(design.arrays.b)[live], layout.n_cand)
+        live = np.asarray(design.arrays.stats)[:, 0] > 0  # the comparisons the graph check links
+        a, b = (np.asarray(x)[live] for x in (design.arrays.a, design.arrays.b))
+        core = complete_checks(core, a, b, layout.n_cand)
     return _result(problem, core, ci_prob, warn)
 
 

@@ -103,8 +103,9 @@ def bt_fit_core(arrays, layout, ridge: float, n_clusters: int, max_iter: int = 1
     """:class:`FitCore` (numpy) of plain BT on a design's cells, the B.3 checks included.
 
     The same checks as :func:`~oscar_jax.infer.fit_core.fit_core`, by its host
-    :func:`~oscar_jax.infer.fit_core.complete_checks`: the objective is strictly convex, so one start; every θ coordinate is free (no bias columns to select); the
-    observed Hessian is the information plus λI (η is linear in θ).
+    :func:`~oscar_jax.infer.fit_core.complete_checks` (connectivity on the pair table): the
+    objective is strictly convex, so one start; every θ coordinate is free (no bias columns
+    to select); the observed Hessian is the information plus λI (η is linear in θ).
     """
     stats = np.asarray(arrays.stats)
     c = layout.n_cand
