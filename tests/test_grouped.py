@@ -281,3 +281,57 @@ def test_plain_bt_separation_on_the_pair_table_equals_the_per_cell_check(case):
     # The known verdict (a pair table that did not flip the wins of cells with i in slot B would
     # see the all-winning candidate lose some and miss it).
     assert identify(result).separated == (case == "candidate wins everything")
+
+
+def _keys(n, seed=0):
+    rng = np.random.default_rng(seed)
+    code = rng.integers(0, 40, n)
+    col = rng.integers(0, 25, n).astype(float) / 4
+    col[rng.random(n) < 0.2] = -0.0  # −0.0 and 0.0 are one value
+    return code, col
+
+
+@pytest.mark.parametrize("n", [1, 7, 5000])
+def test_cell_codes_in_parts_equal_the_one_pass_codes(n, monkeypatch):
+    """refine_codes splits the records by key into parts (one small hash table each) and
+    renumbers by first record: the codes of one pass over all records, bit for bit, also
+    through code_cells when the parts are forced by a small PART_RECORDS."""
+    from oscar_jax.model import cells
+
+    code, col = _keys(n)
+    one = cells.refine_codes(code, col, parts=1)
+    assert one.dtype == np.int64
+    for parts in (2, 3, 7):
+        assert np.array_equal(cells.refine_codes(code, col, parts=parts), one)
+    rng = np.random.default_rng(1)
+    a, b, k = rng.integers(0, 6, n), rng.integers(0, 6, n), rng.integers(0, 3, n)
+    whole = cells.code_cells(a, b, k, [col], 6, 3)
+    monkeypatch.setattr(cells, "PART_RECORDS", 64)
+    for x, y in zip(cells.code_cells(a, b, k, [col], 6, 3), whole):
+        assert np.array_equal(x, y)
+
+
+def test_cell_codes_in_parts_fail_when_a_key_straddles_two_parts(monkeypatch):
+    """Negative control: parts that split one key (by record, not by key) give other codes."""
+    from oscar_jax.model import cells
+
+    code, col = _keys(5000)
+    one = cells.refine_codes(code, col, parts=1)
+    monkeypatch.setattr(cells, "key_parts", lambda code, col, parts: (np.arange(len(code)) % parts).astype(np.int32))
+    assert not np.array_equal(cells.refine_codes(code, col, parts=3), one)
+
+
+def test_design_arrays_are_aligned_so_jax_adopts_them():
+    """The design's host arrays start on 64-byte boundaries, which JAX's CPU client adopts
+    without a copy (so at Arena scale they are not held twice while they move)."""
+    from oscar_jax.model import cells
+
+    frame = oj.simulate_frame(seed=4, n_prompts=40)
+    host = oj.build_design(frame, device=False).arrays
+    for name, x in host._asdict().items():
+        if x is not None and name != "group_cell":
+            assert x.ctypes.data % cells.ALIGN == 0 and x.flags.c_contiguous, name
+    x = cells.adoptable(np.arange(1000.0), np.float64)
+    assert cells.adoptable(x, np.float64) is x
+    if jax.default_backend() == "cpu":
+        assert np.shares_memory(np.asarray(jax.device_put(x)), x)

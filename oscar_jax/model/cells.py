@@ -11,7 +11,8 @@ import pandas as pd
 
 from ..runtime.lazy_jax import is_jax_array, jax
 
-__all__ = ["GROUP_MIN_CELLS", "code_cells", "sorted_codes", "sum_by", "with_groups"]
+__all__ = ["GROUP_MIN_CELLS", "adoptable", "aligned_empty", "code_cells", "record_stats", "refine_codes", "sorted_codes",
+           "sums_by", "with_groups"]
 
 
 def sorted_codes(codes, names) -> tuple[tuple[np.ndarray, ...], tuple[str, ...]]:
@@ -27,17 +28,16 @@ def sorted_codes(codes, names) -> tuple[tuple[np.ndarray, ...], tuple[str, ...]]
     return coded, tuple(common)
 
 
-def code_cells(a, b, k, z, n_cand: int, n_judge: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def code_cells(a, b, k, z, n_cand: int, n_judge: int, *, parts: int | None = None
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(cell, (a, b, k) group) of each record: codes of the unique (a, b, k, z) and of the
     unique (a, b, k), in order of first appearance; and the distinct (a, b, k) keys
     ``(a·C + b)·K + k``.
 
     ``z`` lists the covariate columns that are not functions of (a, b, k) (the family
-    contrast F is one, so it never enters the key). The (a, b, k) code and each column are
-    folded in one hash pass per column over a complex128 key (code + i·z, −0.0 made 0.0;
-    codes below 2^53 are exact): at 10^7 records with a continuous length that is 2 CPU-s
-    against 2.9 for factorizing z and the combined int64 key apart, and a pandas
-    MultiIndex over float columns cost ~1 s per million records.
+    contrast F is one, so it never enters the key). Each column refines the codes so far
+    (:func:`refine_codes`); a pandas MultiIndex over float columns cost ~1 s per million
+    records. ``parts`` as in :func:`refine_codes`.
     """
     group, keys = pd.factorize((a.astype(np.int64) * n_cand + b) * n_judge + k, sort=False)
     code = group
@@ -45,18 +45,109 @@ def code_cells(a, b, k, z, n_cand: int, n_judge: int) -> tuple[np.ndarray, np.nd
         col = np.asarray(col, dtype=np.float64)
         if col.size and np.all(col == col[0]):
             continue  # a constant column splits no cell
-        key = np.empty(len(code), dtype=np.complex128)
-        key.real = code
-        key.imag = col + 0.0
-        code, _ = pd.factorize(key, sort=False)
+        code = refine_codes(code, col, parts=parts)
     return np.asarray(code, dtype=np.int64), np.asarray(group, dtype=np.int64), np.asarray(keys, dtype=np.int64)
 
 
-def sum_by(codes: np.ndarray, values, n: int) -> np.ndarray:
-    """(n, m) sums of the m record columns ``values`` by code, in record order."""
-    out = np.empty((n, len(values)))
+# Records per hash table: one table over 10⁷ distinct keys held ~1.2 GB (the process's peak at
+# Arena scale); tables of ~2²¹ keys hold ~50 MB each and stay in cache longer.
+PART_RECORDS = 1 << 21
+
+
+def key_parts(code: np.ndarray, col: np.ndarray, parts: int) -> np.ndarray:
+    """Each record's part (int32 in [0, parts)): equal (code, col) have equal bits, so equal
+    parts; a multiplicative hash of the bits spreads distinct keys evenly."""
+    mix = code.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15) ^ col.view(np.uint64) * np.uint64(0xC2B2AE3D27D4EB4F)
+    return ((mix >> np.uint64(32)) % np.uint64(parts)).astype(np.int32)
+
+
+def refine_codes(code: np.ndarray, col: np.ndarray, *, parts: int | None = None) -> np.ndarray:
+    """Codes of the unique (code, col) pairs, in order of first appearance.
+
+    One hash pass over a complex128 key (code + i·col, −0.0 made 0.0; codes below 2^53 are
+    exact). Above :data:`PART_RECORDS` records (or with ``parts`` > 1) the records are split
+    by a hash of the key's bits, so that equal keys share a part, and each part is
+    factorised by itself; the parts' codes are then renumbered by each key's first record,
+    which is the numbering of one pass over all records (the same codes, bit for bit).
+    """
+    n = len(code)
+    parts = max(1, -(-n // PART_RECORDS)) if parts is None else int(parts)
+    col = col + 0.0
+    if parts == 1:
+        key = np.empty(n, dtype=np.complex128)
+        key.real = code
+        key.imag = col
+        return pd.factorize(key, sort=False)[0]
+    part = key_parts(code, col, parts)
+    out = np.empty(n, dtype=np.int64)
+    firsts = []
+    for j in range(parts):
+        rows = np.flatnonzero(part == j)
+        key = np.empty(len(rows), dtype=np.complex128)
+        key.real = code[rows]
+        key.imag = col[rows]
+        local = pd.factorize(key, sort=False)[0]
+        del key
+        at = np.empty(int(local.max()) + 1 if len(local) else 0, dtype=np.int64)
+        at[local[::-1]] = rows[::-1]  # the last write wins: each key's first record
+        out[rows] = local
+        firsts.append(at)
+    # A key's code is the rank of its first record among all keys' first records.
+    starts = np.zeros(n, dtype=bool)
+    for at in firsts:
+        starts[at] = True
+    ordered = np.flatnonzero(starts)
+    del starts
+    for j, at in enumerate(firsts):
+        rows = np.flatnonzero(part == j)
+        out[rows] = np.searchsorted(ordered, at)[out[rows]]
+    return out
+
+
+# JAX's CPU client adopts a host array whose data start on this boundary instead of copying it
+# (device_put), so a design's arrays are not held twice while they move (at 10⁷ records the
+# statistics alone are 240 MB).
+ALIGN = 64
+
+
+def aligned_empty(shape, dtype) -> np.ndarray:
+    """An uninitialised C-ordered array whose data start on an :data:`ALIGN`-byte boundary."""
+    dtype = np.dtype(dtype)
+    size = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    raw = np.empty(size + ALIGN, dtype=np.uint8)
+    start = -raw.ctypes.data % ALIGN
+    return raw[start:start + size].view(dtype).reshape(shape)
+
+
+def adoptable(values, dtype) -> np.ndarray:
+    """``values`` as a C-ordered ``dtype`` array on an :data:`ALIGN`-byte boundary: itself
+    when it is one already, else an aligned copy."""
+    values = np.asarray(values)
+    if values.dtype == dtype and values.flags.c_contiguous and values.ctypes.data % ALIGN == 0:
+        return values
+    out = aligned_empty(values.shape, dtype)
+    out[...] = values
+    return out
+
+
+RECORD_STATS = 3  # w, w·y, w·[tie]
+
+
+def record_stats(w, y, is_tie):
+    """The records' :data:`RECORD_STATS` statistic columns w, w·y and w·[tie], one at a time
+    (each is 80 MB at 10⁷ records; :func:`sums_by` adds each up before the next is made)."""
+    yield w
+    yield w * y
+    yield w * is_tie
+
+
+def sums_by(groupings, values, m: int = RECORD_STATS) -> list[np.ndarray]:
+    """For each ``(codes, n)`` of ``groupings``, the (n, m) sums by code of the m record
+    columns ``values`` (a sequence or an iterator), in record order."""
+    out = [aligned_empty((n, m), np.float64) for _, n in groupings]
     for j, v in enumerate(values):  # column by column: a stack of all the columns was a second copy
-        out[:, j] = np.bincount(codes, weights=v, minlength=n)
+        for o, (codes, n) in zip(out, groupings):
+            o[:, j] = np.bincount(codes, weights=v, minlength=n)
     return out
 
 
@@ -90,4 +181,4 @@ def with_groups(arrays, n_cand: int, n_judge: int, *, force: bool = False,
     first = np.empty(n_g, np.int64)
     first[codes[::-1]] = np.arange(n - 1, -1, -1)
     put = jax.device_put if is_jax_array(arrays.a) else np.asarray  # where the design's arrays are
-    return arrays._replace(cell_group=put(codes.astype(np.int32)), group_cell=put(first.astype(np.int32)))
+    return arrays._replace(cell_group=put(adoptable(codes, np.int32)), group_cell=put(first.astype(np.int32)))

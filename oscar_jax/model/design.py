@@ -20,9 +20,9 @@ from ..io.columns import LoadReport, check_canonical, name_codes, warn_case_vari
 from ..io.names import id_text, numbers
 from ..io.families import family_function
 from ..runtime.lazy_jax import jax, jnp
-from .cells import GROUP_MIN_CELLS, code_cells, sorted_codes, sum_by, with_groups
+from .cells import GROUP_MIN_CELLS, adoptable, aligned_empty, code_cells, record_stats, sorted_codes, sums_by, with_groups
 from .params import Layout
-from .record_checks import check_live, components, warn_dominant_length
+from .record_checks import check_live, connected_or_raise, warn_dominant_length
 from .spec import ModelSpec
 from ..runtime.validate import OscarInputError, resolve_name
 
@@ -288,21 +288,33 @@ def build_design_owning(holder: list, *, reference_judge: str | None = None, fam
 
     # Cells: unique (a, b, k, L, F, X); F is a function of (a, b, k), so only L and X enter the key.
     cell_codes, record_group, triples = code_cells(a, b, k, [L, *X.T], len(candidates), len(judges))
+    check_live(w, a, b, k, candidates, judges)
+    if require_connected:
+        connected_or_raise(w, a, b, triples, candidates, len(judges))
+    del triples
+    judge_counts = np.bincount(k, minlength=len(judges))
+    candidate_votes = np.bincount(a, minlength=len(candidates)) + np.bincount(b, minlength=len(candidates))
+
+    # Each cell's values are its first record's. Every per-record array is dropped as soon as it
+    # is read for the last time: at 10⁷ records each is 40–80 MB, and together they set the
+    # process's peak (docs/scaling.md).
     n_cells = int(cell_codes.max()) + 1
     first = np.full(n_cells, -1, dtype=np.int64)
     first[cell_codes[::-1]] = np.arange(n)[::-1]
-    a_c, b_c, k_c = a[first], b[first], k[first]
-    F = (cf[a_c] == jf[k_c]).astype(float) - (cf[b_c] == jf[k_c]).astype(float)
+    a_c, b_c, k_c = (np.take(c, first, out=aligned_empty(n_cells, np.int32)) for c in (a, b, k))
+    z = aligned_empty((n_cells, 2 + X.shape[1]), np.float64)
+    z[:, 0] = L[first]
+    z[:, 1] = F = (cf[a_c] == jf[k_c]).astype(float) - (cf[b_c] == jf[k_c]).astype(float)
+    z[:, 2:] = X[first]
     family_nonzero = bool(np.any(F != 0))
+    cell_group = adoptable(record_group[first], np.int32)
+    del L, X, F, first, record_group
 
     pair_key = g.astype(np.int64) * n_cells + cell_codes
     pair_uniques, pair_codes = np.unique(pair_key, return_inverse=True)  # sorted: by cluster, then cell
     pair_uniques = np.asarray(pair_uniques, dtype=np.int64)
     del pair_key
-    cell_group = record_group[first]
-    del record_group
 
-    check_live(w, a, b, k, candidates, judges)
     # Numeric codes first (cheap); only where they repeat, the names' codes and every other column
     # of the frame, as text, decide. A repeat shares its (prompt, cell) pair, so only records of
     # shared pairs are hashed (with one cell per record, as with continuous lengths, that is
@@ -315,43 +327,23 @@ def build_design_owning(holder: list, *, reference_judge: str | None = None, fam
         names = pd.DataFrame({"prompt": g[maybe], "candidate_a": a[maybe], "candidate_b": b[maybe], "judge": k[maybe]})
         rows = pd.concat([names, rest.iloc[maybe].reset_index(drop=True)], axis=1)
         dup[maybe] = rows.astype(str).duplicated().to_numpy()
-    del shared, maybe, rest  # the frame is read no further (freed here if the caller handed it over)
-    rec_stats = (w, w * y, w * is_tie)
-    cell_stats = sum_by(cell_codes, rec_stats, n_cells)
-    pair_stats = sum_by(pair_codes, rec_stats, len(pair_uniques))
-    del rec_stats, pair_codes, y, is_tie
+    del shared, maybe, rest, a, b, k  # the frame is read no further (freed here if the caller handed it over)
+    cell_stats, pair_stats = sums_by([(cell_codes, n_cells), (pair_codes, len(pair_uniques))], record_stats(w, y, is_tie))
+    record_cell = cell_codes.astype(np.int32)
+    del cell_codes, pair_codes, y, w, is_tie
     if dup.any():
         notes.append(f"{int(dup.sum())} record(s) repeat an earlier record exactly (same prompt, candidates, order, "
                      f"judge and outcome; first: row {int(np.flatnonzero(dup)[0]) + 1}); each counts as a separate "
                      "judgment — if they are copies, drop them (pandas: frame.drop_duplicates())")
 
-    if require_connected:
-        if np.all(w > 0):  # one edge per distinct (a, b) judged
-            ab = triples // len(judges)
-            n_comp, labels = components(ab // len(candidates), ab % len(candidates), len(candidates))
-        else:  # a weight-0 record carries no comparison, so it links nothing
-            live = w > 0
-            n_comp, labels = components(a[live], b[live], len(candidates))
-        del triples
-        if n_comp > 1:
-            groups = [sorted(candidates[i] for i in np.flatnonzero(labels == c)) for c in range(n_comp)]
-            shown = "; ".join("{" + ", ".join(gr[:8]) + (", …" if len(gr) > 8 else "") + "}" for gr in groups)
-            raise OscarInputError(
-                f"the comparison graph is disconnected ({n_comp} components: {shown}); scores in different "
-                "components are not comparable — add comparisons that link them or fit each component separately"
-            )
-
-    judge_counts = np.bincount(k, minlength=len(judges))
-    candidate_votes = np.bincount(a, minlength=len(candidates)) + np.bincount(b, minlength=len(candidates))
-    host = {"a": np.asarray(a_c, np.int32), "b": np.asarray(b_c, np.int32), "k": np.asarray(k_c, np.int32),
-            "z": np.column_stack([L[first], F, X[first]]).astype(np.float64),
-            "stats": np.asarray(cell_stats, np.float64),
-            "pair_cell": np.asarray(pair_uniques % n_cells, np.int32),
-            "pair_g": np.asarray(pair_uniques // n_cells, np.int32),
-            "pair_stats": np.asarray(pair_stats, np.float64)}
-    del a, b, k, w, L, X, F, first, a_c, b_c, k_c, cell_stats, pair_uniques, pair_stats
-    # device_put copies (jnp.asarray would compile a copy program per shape): each host array
-    # is dropped once copied, so at most one is held twice (at 10⁷ records ~0.8 GB less).
+    host = {"a": a_c, "b": b_c, "k": k_c, "z": z, "stats": cell_stats,
+            "pair_cell": adoptable(pair_uniques % n_cells, np.int32),
+            "pair_g": adoptable(pair_uniques // n_cells, np.int32),
+            "pair_stats": pair_stats}
+    del a_c, b_c, k_c, z, cell_stats, pair_uniques, pair_stats
+    # The host arrays are 64-byte aligned (cells.aligned_empty), which JAX's CPU client adopts
+    # without a copy; elsewhere device_put copies (jnp.asarray would compile a copy program per
+    # shape) and each host array is dropped once copied, so at most one is held twice.
     put = jax.device_put if device else np.asarray
     arrays = DesignArrays(**{name: put(host.pop(name)) for name in list(host)})
     # Cells are numbered by first appearance, so their groups keep the records' numbering.
@@ -368,7 +360,7 @@ def build_design_owning(holder: list, *, reference_judge: str | None = None, fam
         candidate_family=cand_family,
         judge_family=judge_family,
         n_records=n,
-        record_cell=cell_codes,
+        record_cell=record_cell,
         record_cluster=g,
         notes=tuple(notes),
         report=report,

@@ -10,7 +10,7 @@ import pandas as pd
 
 from ..runtime.validate import OscarDataWarning, OscarInputError
 
-__all__ = ["check_live", "components", "warn_dominant_length"]
+__all__ = ["check_live", "components", "connected_or_raise", "warn_dominant_length"]
 
 
 def components(a: np.ndarray, b: np.ndarray, n: int) -> tuple[int, np.ndarray]:
@@ -35,6 +35,28 @@ def components(a: np.ndarray, b: np.ndarray, n: int) -> tuple[int, np.ndarray]:
             root = up
     roots, labels = np.unique(root, return_inverse=True)
     return len(roots), labels
+
+
+def connected_or_raise(w, a, b, triples, candidates, n_judge: int) -> None:
+    """Refuse a disconnected comparison graph: scores of different components are not comparable.
+
+    ``triples`` are the distinct (a, b, judge) keys ``(a·C + b)·K + k`` of the records
+    (:func:`~oscar_jax.model.cells.code_cells`): with every weight positive they give the
+    edges without another pass over the records."""
+    n_cand = len(candidates)
+    if np.all(w > 0):  # one edge per distinct (a, b) judged
+        ab = triples // n_judge
+        n_comp, labels = components(ab // n_cand, ab % n_cand, n_cand)
+    else:  # a weight-0 record carries no comparison, so it links nothing
+        live = w > 0
+        n_comp, labels = components(a[live], b[live], n_cand)
+    if n_comp > 1:
+        groups = [sorted(candidates[i] for i in np.flatnonzero(labels == c)) for c in range(n_comp)]
+        shown = "; ".join("{" + ", ".join(gr[:8]) + (", …" if len(gr) > 8 else "") + "}" for gr in groups)
+        raise OscarInputError(
+            f"the comparison graph is disconnected ({n_comp} components: {shown}); scores in different "
+            "components are not comparable — add comparisons that link them or fit each component separately"
+        )
 
 
 def check_live(w, a, b, k, candidates, judges) -> None:
