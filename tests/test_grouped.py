@@ -335,3 +335,38 @@ def test_design_arrays_are_aligned_so_jax_adopts_them():
     assert cells.adoptable(x, np.float64) is x
     if jax.default_backend() == "cpu":
         assert np.shares_memory(np.asarray(jax.device_put(x)), x)
+
+
+def test_pair_codes_equal_numpys_unique():
+    """unique_inverse: numpy's sorted unique keys and inverse, with fewer arrays held."""
+    from oscar_jax.model.cells import unique_inverse
+
+    rng = np.random.default_rng(2)
+    for n in (0, 1, 9, 20000):
+        keys = rng.integers(-3, 60, n).astype(np.int64)
+        uniques, inverse = unique_inverse(keys.copy())
+        want_u, want_i = np.unique(keys, return_inverse=True)
+        assert np.array_equal(uniques, want_u) and np.array_equal(inverse, want_i)
+
+
+@pytest.mark.parametrize("unit", [True, False])
+def test_record_statistics_are_the_plain_sums_bit_for_bit(unit):
+    """The design's cell sums of w, w·y and w·[tie] (unit weights read y as w·y, ties summed
+    over the ties alone, read-only columns not copied) equal np.bincount of the full
+    columns exactly; leaving one tie out of the tie sum does not."""
+    from oscar_jax.model.cells import record_stats, sums_by
+
+    rng = np.random.default_rng(3)
+    n, n_cells = 5000, 300
+    codes = rng.integers(0, n_cells, n)
+    y = rng.choice([0.0, 0.5, 1.0, 0.3], n)
+    is_tie = y == 0.5
+    w = pd.Series(np.ones(n) if unit else rng.choice([0.0, -0.0, 0.7, 1.3, 2.0], n)).to_numpy()
+    assert not w.flags.writeable  # as pandas hands columns out
+    (got,) = sums_by([(codes, n_cells)], record_stats(w, y, is_tie))
+    want = np.column_stack([np.bincount(codes, weights=c, minlength=n_cells) for c in (w, w * y, w * is_tie)])
+    assert np.array_equal(got.view(np.int64), want.view(np.int64))
+    missing = is_tie.copy()
+    missing[np.flatnonzero(is_tie)[0]] = False
+    (short,) = sums_by([(codes, n_cells)], record_stats(w if unit else np.ones(n), y, missing))
+    assert not np.array_equal(short[:, 2], np.bincount(codes, weights=np.ones(n) * is_tie, minlength=n_cells))

@@ -162,6 +162,45 @@ def test_column_selection_rules():
     assert kept == {"j1": ["pos", "len"], "j2": ["pos", "len"], "j3": ["pos", "fam"], "j4": ["pos", "len", "fam"]}
 
 
+def _selection_rules_design():
+    rows = []
+    rng = np.random.default_rng(0)
+    for i in range(200):
+        rows.append((f"p{i}", "fa", "other", "j1", rng.integers(0, 2), 10, 10 + i % 5))
+        rows.append((f"p{i}", "fb", "other", "j2", rng.integers(0, 2), 10, 10 + i % 7))
+        rows.append((f"p{i}", *(("other", "fa") if i % 2 else ("fa", "other")), "j3", rng.integers(0, 2), 10, 10))
+        rows.append((f"p{i}", "fa" if i % 2 else "other", "fb" if i % 2 else "fa", "j4", rng.integers(0, 2), 10 + i % 3, 10))
+    frame = pd.DataFrame(rows, columns=["prompt", "candidate_a", "candidate_b", "judge", "outcome", "len_a", "len_b"])
+    fam = {"fa": "A", "fb": "B", "other": "O", "j1": "Z", "j2": "B", "j3": "A", "j4": "A"}
+    return oj.build_design(frame, family_map=fam, reference_judge="j4")
+
+
+@pytest.mark.parametrize("chunk", [3, 6])
+def test_column_selection_by_chunks_keeps_its_rules(chunk, monkeypatch):
+    """B.2 sums by judge CHUNK cells at a time in a compiled program (its residual columns are
+    rebuilt per chunk, never held whole): the same columns as one pass and as host numpy."""
+    from oscar_jax.infer import derivatives, selection
+
+    d = _selection_rules_design()
+    layout = d.layout(oj.parse_model("oscar"))
+    whole = np.asarray(column_mask(d.arrays, d.arrays.stats, layout))
+    host = np.asarray(column_mask(d.arrays, np.asarray(d.arrays.stats), layout, xp=np))
+    monkeypatch.setattr(derivatives, "CHUNK", chunk)
+    assert d.n_cells > 3 * chunk and d.n_cells % chunk  # several chunks and a shorter last one
+    chunked = np.asarray(column_mask(d.arrays, d.arrays.stats, layout))
+    assert np.array_equal(chunked, whole) and np.array_equal(host, whole) and whole.sum() < len(whole)
+    # The chunked judge sums are the one-pass sums to rounding; skipping the last, shorter chunk is not.
+    terms = lambda k, w, z: [w * z[:, 0]]  # noqa: E731
+    one = np.asarray(selection._judge_sums(terms, d.arrays, np.asarray(d.arrays.stats), layout.n_judge, np))[0]
+    by_chunk = np.asarray(selection._judge_sums(terms, d.arrays, d.arrays.stats, layout.n_judge, selection.jnp))[0]
+    np.testing.assert_allclose(by_chunk, one, rtol=1e-12, atol=1e-12 * np.abs(one).max())
+    n_full = d.n_cells // chunk * chunk
+    stats = np.asarray(d.arrays.stats).copy()
+    stats[n_full:] = 0.0  # what a pass that dropped the remainder would sum
+    short = np.asarray(selection._judge_sums(terms, d.arrays, stats, layout.n_judge, np))[0]
+    assert np.abs(short - one).max() > 1e-6 * np.abs(one).max()
+
+
 def test_dropped_columns_are_zero_with_zero_variance():
     frame = oj.simulate_frame(seed=4, n_prompts=300)
     fam = {f"cand{i}": f"f{i % 3}" for i in range(8)}

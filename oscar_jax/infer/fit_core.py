@@ -244,7 +244,7 @@ def fit_core(arrays: DesignArrays, omega, theta_starts, *, layout: Layout, n_clu
     is_v = jnp.asarray(layout.v_mask)
     lo = jnp.where(is_v, -v_bound, -jnp.inf)
     hi = jnp.where(is_v, v_bound, jnp.inf)
-    weight = jnp.sum(stats[:, 0])
+    weight = jnp.sum(stats, axis=0)[0]  # the weights' column alone would be copied out first (8 bytes a cell)
     gtol_abs = gtol * jnp.maximum(weight, 1.0)
 
     # Continuation in three phases when γ is learned: (1) freeze the log-sensitivities:

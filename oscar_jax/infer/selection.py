@@ -18,11 +18,9 @@ from ..runtime.lazy_jax import jax, jnp
 __all__ = ["column_mask", "components_connected", "graph_connected", "host_connected"]
 
 
-def _bias_columns(arrays: DesignArrays, layout: Layout, xp):
-    """(term, column index within term, covariate vector) in B.2 order (no τ)."""
-    z = xp.asarray(arrays.z)
-    ones = xp.ones(z.shape[0], z.dtype)
-    return [(t, j, ones if col is None else z[:, col]) for t, j, col in layout.bias_columns]
+def _column(z, col, xp):
+    """A bias column of the cells ``z``: the constant 1 (position) or ``z[:, col]``."""
+    return xp.ones(z.shape[0], z.dtype) if col is None else z[:, col]
 
 
 def _set(x, index, values, xp):
@@ -31,6 +29,35 @@ def _set(x, index, values, xp):
     x = x.copy()
     x[index] = values
     return x
+
+
+def _judge_sums(terms, arrays: DesignArrays, stats, n_judge: int, xp):
+    """Σ by judge over all cells of each per-cell term ``terms(k, w, z)`` returns (a list).
+
+    In one pass, or, in a compiled program beyond :data:`~oscar_jax.infer.derivatives.CHUNK`
+    cells, CHUNK cells at a time in a scan: the terms' per-cell vectors then exist only for
+    one chunk (B.2 held its residual columns whole: ~40 bytes a cell, 0.3–0.4 GB at 10⁷).
+    """
+    k, z = xp.asarray(arrays.k), xp.asarray(arrays.z)
+    if xp is not jnp:
+        return [np.bincount(k, weights=t, minlength=n_judge) for t in terms(k, stats[:, 0], z)]
+    from .derivatives import CHUNK
+
+    def part(lo, size):
+        take = lambda x: jax.lax.dynamic_slice_in_dim(x, lo, size)  # noqa: E731
+        kk = take(k)  # the weights are read out of the chunk's rows: a column of all of stats would be a copy
+        return [jax.ops.segment_sum(t, kk, num_segments=n_judge) for t in terms(kk, take(stats)[:, 0], take(z))]
+
+    n = k.shape[0]
+    if n <= CHUNK:
+        return part(0, n)
+    n_full, rest = divmod(n, CHUNK)
+    zero = [jnp.zeros(n_judge, stats.dtype) for _ in jax.eval_shape(lambda: part(0, CHUNK))]
+    acc = jax.lax.scan(lambda acc, i: ([x + y for x, y in zip(acc, part(i * CHUNK, CHUNK))], None), zero,
+                       jnp.arange(n_full))[0]
+    if rest:  # the last, shorter chunk: its own static shape
+        acc = [x + y for x, y in zip(acc, part(n_full * CHUNK, rest))]
+    return acc
 
 
 def column_mask(arrays: DesignArrays, stats, layout: Layout, tol: float = 1e-10, xp=jnp):
@@ -42,31 +69,51 @@ def column_mask(arrays: DesignArrays, stats, layout: Layout, tol: float = 1e-10,
     the kept columns has norm above ``tol`` times its own norm. Projection is a
     modified Gram–Schmidt in the record domain (segment sums by judge), which resolves
     exact collinearity to rounding level (~1e-16), far below ``tol``; a Gram-matrix
-    version would only resolve ~1e-8. Judges with no weight also get their log γ (and
-    τ) fixed. Works under vmap over ``stats``; ``xp=np``: the same selection in host numpy
-    (a single fit on a small design, whose program then need not hold it).
+    version would only resolve ~1e-8. The basis is kept as its per-judge coefficients and
+    each pass rebuilds the residuals it needs from the columns, cell by cell
+    (:func:`_judge_sums`), so no column of residuals is held. Judges with no weight also
+    get their log γ (and τ) fixed. Works under vmap over ``stats``; ``xp=np``: the same
+    selection in host numpy (a single fit on a small design, whose program then need not
+    hold it).
     """
     stats = xp.asarray(stats)
-    k = xp.asarray(arrays.k)
-    w = stats[:, 0]
     K = layout.n_judge
-    if xp is jnp:
-        seg = lambda x: jax.ops.segment_sum(x, k, num_segments=K)  # noqa: E731
-    else:
-        seg = lambda x: np.bincount(k, weights=x, minlength=K)  # noqa: E731
-    has_data = seg(w) > 0
+    has_data = _judge_sums(lambda k, w, z: [w], arrays, stats, K, xp)[0] > 0
     mask = xp.ones(layout.n_theta, stats.dtype)
     tb = layout.theta_blocks
-    basis = []
-    for term, j, x in _bias_columns(arrays, layout, xp):
-        r = x
-        for q in basis:
-            num, den = seg(w * r * q), seg(w * q * q)
-            coef = xp.where(den > 0, num / xp.where(den > 0, den, 1.0), 0.0)
-            r = r - coef[k] * q
-        res, norm = seg(w * r * r), seg(w * x * x)
+    cols = [col for _, _, col in layout.bias_columns]
+    coefs, keeps = [], []  # per basis column: its projection coefficients on the earlier ones; kept judges
+
+    def residual(i, k, z, basis, upto):
+        """Column i less its projections on basis columns 0..upto-1 (modified Gram–Schmidt order)."""
+        r = _column(z, cols[i], xp)
+        for p in range(upto):
+            r = r - coefs[i][p][k] * basis[p]
+        return r
+
+    def basis_of(k, z, n):
+        basis = []
+        for i in range(n):
+            basis.append(residual(i, k, z, basis, i) * keeps[i][k])
+        return basis
+
+    for i, (term, j, _) in enumerate(layout.bias_columns):
+        coefs.append([])
+        for p in range(i):
+            def terms(k, w, z, i=i, p=p):
+                basis = basis_of(k, z, p + 1)
+                r, q = residual(i, k, z, basis, p), basis[p]
+                return [w * r * q, w * q * q]
+            num, den = _judge_sums(terms, arrays, stats, K, xp)
+            coefs[i].append(xp.where(den > 0, num / xp.where(den > 0, den, 1.0), 0.0))
+
+        def final(k, w, z, i=i):
+            x = _column(z, cols[i], xp)
+            r = residual(i, k, z, basis_of(k, z, i), i)
+            return [w * r * r, w * x * x]
+        res, norm = _judge_sums(final, arrays, stats, K, xp)
         keep = (norm > 0) & (res > (tol ** 2) * norm) & has_data
-        basis.append(r * keep[k])
+        keeps.append(keep)
         if term == "cov":
             positions = tb["cov"].start + xp.arange(K) * layout.n_cov + j
         else:
@@ -89,7 +136,8 @@ def components_connected(arrays: DesignArrays, stats, n_cand: int):
     if arrays.group_cell is None:
         return graph_connected(arrays.a, arrays.b, stats[:, 0] > 0, n_cand)
     gc = arrays.group_cell
-    weight = jax.ops.segment_sum(stats[:, 0], arrays.cell_group, num_segments=gc.shape[0])
+    # All of stats' columns summed, then the weights' taken: a column of all the cells is a copy.
+    weight = jax.ops.segment_sum(stats, arrays.cell_group, num_segments=gc.shape[0])[:, 0]
     return graph_connected(arrays.a[gc], arrays.b[gc], weight > 0, n_cand)
 
 

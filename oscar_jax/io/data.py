@@ -164,7 +164,7 @@ def load_judgments(source, schema: str | None = None, *, bothbad: str = "tie", b
         raise OscarInputError(f"Requested schema {schema!r} but it must be one of {sorted(SCHEMAS)}")
     report = LoadReport(source=name, schema=schema, n_input=len(raw))
     options = {"bothbad": bothbad, "baseline": baseline, "strong_weight": strong_weight}
-    raw[SOURCE_ROW] = np.arange(len(raw))
+    raw[SOURCE_ROW] = np.arange(len(raw), dtype=np.int32 if len(raw) < 2**31 else np.int64)  # 40 MB less at 10⁷
     try:
         frame = SCHEMAS[schema].convert(raw, report, options)
     except OscarInputError as exc:

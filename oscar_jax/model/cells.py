@@ -12,7 +12,7 @@ import pandas as pd
 from ..runtime.lazy_jax import is_jax_array, jax
 
 __all__ = ["GROUP_MIN_CELLS", "adoptable", "aligned_empty", "code_cells", "record_stats", "refine_codes", "sorted_codes",
-           "sums_by", "with_groups"]
+           "sums_by", "unique_inverse", "with_groups"]
 
 
 def sorted_codes(codes, names) -> tuple[tuple[np.ndarray, ...], tuple[str, ...]]:
@@ -104,6 +104,27 @@ def refine_codes(code: np.ndarray, col: np.ndarray, *, parts: int | None = None)
     return out
 
 
+def unique_inverse(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(keys, return_inverse=True)`` (sorted distinct keys, each key's index among
+    them), holding fewer per-record arrays at once: at 10⁷ keys numpy's held ~400 MB besides
+    the keys, which are freed once sorted when the caller hands over its only reference."""
+    n = len(keys)
+    order = np.argsort(keys)
+    ordered = keys[order]
+    del keys
+    new = np.empty(len(ordered), dtype=bool)
+    new[:1] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=new[1:])
+    uniques = ordered[new]
+    del ordered
+    rank = np.cumsum(new, dtype=np.int64)
+    rank -= 1
+    del new
+    inverse = np.empty(n, dtype=np.int64)
+    inverse[order] = rank
+    return uniques, inverse
+
+
 # JAX's CPU client adopts a host array whose data start on this boundary instead of copying it
 # (device_put), so a design's arrays are not held twice while they move (at 10⁷ records the
 # statistics alone are 240 MB).
@@ -135,19 +156,34 @@ RECORD_STATS = 3  # w, w·y, w·[tie]
 
 def record_stats(w, y, is_tie):
     """The records' :data:`RECORD_STATS` statistic columns w, w·y and w·[tie], one at a time
-    (each is 80 MB at 10⁷ records; :func:`sums_by` adds each up before the next is made)."""
-    yield w
-    yield w * y
-    yield w * is_tie
+    as ``(values, rows)`` (rows None: all records), for :func:`sums_by`, which adds each up
+    before the next is made: at 10⁷ records each is 80 MB.
+
+    The sums are those of the columns as written, bit for bit: with unit weights w·y is y;
+    the tie column is summed over the ties only, since every other record adds an exact
+    +0.0 (w ≥ 0, so no partial sum is −0.0)."""
+    yield w, None
+    yield (y if np.all(w == 1.0) else w * y), None
+    ties = np.flatnonzero(is_tie)
+    yield w[ties], ties
 
 
 def sums_by(groupings, values, m: int = RECORD_STATS) -> list[np.ndarray]:
     """For each ``(codes, n)`` of ``groupings``, the (n, m) sums by code of the m record
-    columns ``values`` (a sequence or an iterator), in record order."""
+    columns ``values``: ``(values, rows)`` pairs (a sequence or an iterator), the values of
+    the records ``rows`` (None: all), added in record order."""
     out = [aligned_empty((n, m), np.float64) for _, n in groupings]
-    for j, v in enumerate(values):  # column by column: a stack of all the columns was a second copy
+    for j, (v, rows) in enumerate(values):  # column by column: a stack of all the columns was a second copy
+        if not v.flags.writeable:
+            # np.bincount copies read-only weights (pandas hands its columns out read-only): 80 MB
+            # at 10⁷ records. A view it may write to, which it never does, is not copied.
+            try:
+                v = v.view()
+                v.flags.writeable = True
+            except ValueError:  # its memory is read-only itself: bincount copies it
+                pass
         for o, (codes, n) in zip(out, groupings):
-            o[:, j] = np.bincount(codes, weights=v, minlength=n)
+            o[:, j] = np.bincount(codes if rows is None else codes[rows], weights=v, minlength=n)
     return out
 
 

@@ -20,7 +20,8 @@ from ..io.columns import LoadReport, check_canonical, name_codes, warn_case_vari
 from ..io.names import id_text, numbers
 from ..io.families import family_function
 from ..runtime.lazy_jax import jax, jnp
-from .cells import GROUP_MIN_CELLS, adoptable, aligned_empty, code_cells, record_stats, sorted_codes, sums_by, with_groups
+from .cells import (GROUP_MIN_CELLS, adoptable, aligned_empty, code_cells, record_stats, sorted_codes, sums_by,
+                    unique_inverse, with_groups)
 from .params import Layout
 from .record_checks import check_live, connected_or_raise, warn_dominant_length
 from .spec import ModelSpec
@@ -244,7 +245,8 @@ def build_design_owning(holder: list, *, reference_judge: str | None = None, fam
                 row = int(np.flatnonzero(badl)[0])
                 raise OscarInputError(f"column {name!r} row {row + 1}: invalid length {col[row]!r}; lengths must be "
                                       "finite and ≥ 0")
-        log_ratio = np.log1p(la) - np.log1p(lb)
+        log_ratio = np.log1p(la)
+        log_ratio -= np.log1p(lb)  # in place: at 10⁷ records each temporary is 80 MB
         scale = float(np.std(log_ratio)) if length_scale is None else float(length_scale)
         if length_scale is None:
             warn_dominant_length(log_ratio, la, lb)
@@ -254,7 +256,7 @@ def build_design_owning(holder: list, *, reference_judge: str | None = None, fam
             scale = None
         else:
             L = log_ratio / scale
-            del la, lb, log_ratio
+            del la, lb, log_ratio, col  # col: the loop's last column, a view that holds len_b's 80 MB at 10⁷
             if report is not None and getattr(report, "lengths", ""):
                 notes.append(report.lengths)
     else:
@@ -265,8 +267,8 @@ def build_design_owning(holder: list, *, reference_judge: str | None = None, fam
     judge_family = tuple(str(fam(j)) for j in judges)
     # Families as integer codes: comparing names record by record was a Python-object pass.
     fam_code = {f: i for i, f in enumerate(sorted(set(cand_family) | set(judge_family)))}
-    cf = np.asarray([fam_code[f] for f in cand_family])
-    jf = np.asarray([fam_code[f] for f in judge_family])
+    cf = np.asarray([fam_code[f] for f in cand_family], dtype=np.int32)
+    jf = np.asarray([fam_code[f] for f in judge_family], dtype=np.int32)
 
     covariates = tuple(covariates or ())
     X = np.zeros((n, len(covariates)))
@@ -295,25 +297,13 @@ def build_design_owning(holder: list, *, reference_judge: str | None = None, fam
     judge_counts = np.bincount(k, minlength=len(judges))
     candidate_votes = np.bincount(a, minlength=len(candidates)) + np.bincount(b, minlength=len(candidates))
 
-    # Each cell's values are its first record's. Every per-record array is dropped as soon as it
-    # is read for the last time: at 10⁷ records each is 40–80 MB, and together they set the
-    # process's peak (docs/scaling.md).
+    # Every per-record array is dropped as soon as it is read for the last time, and the cells'
+    # arrays are made after the statistics: at 10⁷ records each array is 40–80 MB, and together
+    # they set the process's peak (docs/scaling.md).
+    record_group = record_group.astype(np.int32)
     n_cells = int(cell_codes.max()) + 1
-    first = np.full(n_cells, -1, dtype=np.int64)
-    first[cell_codes[::-1]] = np.arange(n)[::-1]
-    a_c, b_c, k_c = (np.take(c, first, out=aligned_empty(n_cells, np.int32)) for c in (a, b, k))
-    z = aligned_empty((n_cells, 2 + X.shape[1]), np.float64)
-    z[:, 0] = L[first]
-    z[:, 1] = F = (cf[a_c] == jf[k_c]).astype(float) - (cf[b_c] == jf[k_c]).astype(float)
-    z[:, 2:] = X[first]
-    family_nonzero = bool(np.any(F != 0))
-    cell_group = adoptable(record_group[first], np.int32)
-    del L, X, F, first, record_group
-
-    pair_key = g.astype(np.int64) * n_cells + cell_codes
-    pair_uniques, pair_codes = np.unique(pair_key, return_inverse=True)  # sorted: by cluster, then cell
-    pair_uniques = np.asarray(pair_uniques, dtype=np.int64)
-    del pair_key
+    # (prompt, cell) pairs, sorted by cluster, then cell; the key is handed over, freed once sorted.
+    pair_uniques, pair_codes = unique_inverse(g.astype(np.int64) * n_cells + cell_codes)
 
     # Numeric codes first (cheap); only where they repeat, the names' codes and every other column
     # of the frame, as text, decide. A repeat shares its (prompt, cell) pair, so only records of
@@ -327,10 +317,26 @@ def build_design_owning(holder: list, *, reference_judge: str | None = None, fam
         names = pd.DataFrame({"prompt": g[maybe], "candidate_a": a[maybe], "candidate_b": b[maybe], "judge": k[maybe]})
         rows = pd.concat([names, rest.iloc[maybe].reset_index(drop=True)], axis=1)
         dup[maybe] = rows.astype(str).duplicated().to_numpy()
-    del shared, maybe, rest, a, b, k  # the frame is read no further (freed here if the caller handed it over)
+    del shared, maybe, rest  # the frame is read no further (freed here if the caller handed it over)
     cell_stats, pair_stats = sums_by([(cell_codes, n_cells), (pair_codes, len(pair_uniques))], record_stats(w, y, is_tie))
+    del pair_codes, y, w, is_tie
+
+    first = np.full(n_cells, -1, dtype=np.int64)
+    first[cell_codes[::-1]] = np.arange(n)[::-1]
     record_cell = cell_codes.astype(np.int32)
-    del cell_codes, pair_codes, y, w, is_tie
+    del cell_codes
+    a_c, b_c, k_c = (np.take(c, first, out=aligned_empty(n_cells, np.int32)) for c in (a, b, k))
+    del a, b, k
+    z = aligned_empty((n_cells, 2 + X.shape[1]), np.float64)
+    z[:, 0] = L[first]
+    # F = [family(A) = family(judge)] − [family(B) = family(judge)], one comparison at a time.
+    F = z[:, 1]
+    F[...] = cf[a_c] == jf[k_c]
+    F -= cf[b_c] == jf[k_c]
+    z[:, 2:] = X[first]
+    family_nonzero = bool(np.any(F != 0))
+    cell_group = adoptable(record_group[first], np.int32)
+    del L, X, F, first, record_group
     if dup.any():
         notes.append(f"{int(dup.sum())} record(s) repeat an earlier record exactly (same prompt, candidates, order, "
                      f"judge and outcome; first: row {int(np.flatnonzero(dup)[0]) + 1}); each counts as a separate "
