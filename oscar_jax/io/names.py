@@ -162,7 +162,14 @@ def numbers(col: pd.Series) -> np.ndarray:
         import pyarrow.compute as pc
 
         try:
-            return np.asarray(pc.cast(pa.array(col.array), pa.float64()).to_numpy(zero_copy_only=False), dtype=float)
+            # Chunk by chunk into one array: the whole column cast at once, then copied out, held
+            # it twice (160 MB at 10⁷ records).
+            out, at = np.empty(len(col)), 0
+            data = pa.chunked_array(pa.array(col.array))
+            for chunk in data.chunks:
+                out[at:at + len(chunk)] = pc.cast(chunk, pa.float64()).to_numpy(zero_copy_only=False)
+                at += len(chunk)
+            return out
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, TypeError):
             pass
     return pd.to_numeric(col, errors="coerce").to_numpy(dtype=float)
