@@ -142,26 +142,6 @@ def test_davidson_probabilities():
     assert float(loss) == pytest.approx(-(np.log(pa) + np.log(pb) + np.log(pt)), rel=1e-13)
 
 
-def test_column_selection_rules():
-    # judge j1 has F ≡ 0; j2 has F ≡ 1 on all its records (collinear with position);
-    # j3 has no length variation (F = ±1 varies); j4 has everything.
-    rows = []
-    rng = np.random.default_rng(0)
-    for i in range(200):
-        rows.append((f"p{i}", "fa", "other", "j1", rng.integers(0, 2), 10, 10 + i % 5))
-        rows.append((f"p{i}", "fb", "other", "j2", rng.integers(0, 2), 10, 10 + i % 7))
-        rows.append((f"p{i}", *(("other", "fa") if i % 2 else ("fa", "other")), "j3", rng.integers(0, 2), 10, 10))
-        rows.append((f"p{i}", "fa" if i % 2 else "other", "fb" if i % 2 else "fa", "j4", rng.integers(0, 2), 10 + i % 3, 10))
-    frame = pd.DataFrame(rows, columns=["prompt", "candidate_a", "candidate_b", "judge", "outcome", "len_a", "len_b"])
-    fam = {"fa": "A", "fb": "B", "other": "O", "j1": "Z", "j2": "B", "j3": "A", "j4": "A"}
-    d = oj.build_design(frame, family_map=fam, reference_judge="j4")
-    layout = d.layout(oj.parse_model("oscar"))
-    m = np.asarray(column_mask(d.arrays, d.arrays.stats, layout))
-    tb = layout.theta_blocks
-    kept = {j: [t for t in ("pos", "len", "fam") if m[tb[t]][k]] for k, j in enumerate(d.judges)}
-    assert kept == {"j1": ["pos", "len"], "j2": ["pos", "len"], "j3": ["pos", "fam"], "j4": ["pos", "len", "fam"]}
-
-
 def _selection_rules_design():
     rows = []
     rng = np.random.default_rng(0)
@@ -173,6 +153,17 @@ def _selection_rules_design():
     frame = pd.DataFrame(rows, columns=["prompt", "candidate_a", "candidate_b", "judge", "outcome", "len_a", "len_b"])
     fam = {"fa": "A", "fb": "B", "other": "O", "j1": "Z", "j2": "B", "j3": "A", "j4": "A"}
     return oj.build_design(frame, family_map=fam, reference_judge="j4")
+
+
+def test_column_selection_rules():
+    # judge j1 has F ≡ 0; j2 has F ≡ 1 on all its records (collinear with position);
+    # j3 has no length variation (F = ±1 varies); j4 has everything.
+    d = _selection_rules_design()
+    layout = d.layout(oj.parse_model("oscar"))
+    m = np.asarray(column_mask(d.arrays, d.arrays.stats, layout))
+    tb = layout.theta_blocks
+    kept = {j: [t for t in ("pos", "len", "fam") if m[tb[t]][k]] for k, j in enumerate(d.judges)}
+    assert kept == {"j1": ["pos", "len"], "j2": ["pos", "len"], "j3": ["pos", "fam"], "j4": ["pos", "len", "fam"]}
 
 
 @pytest.mark.parametrize("chunk", [3, 6])
