@@ -3,16 +3,16 @@
 Formats: CSV/TSV (optionally gzipped), JSON (an array of records, an object holding one,
 or an object keyed by record id; optionally gzipped), JSON lines (optionally gzipped) and
 Parquet. Every read failure is an :class:`OscarInputError` naming the file and the fix; no
-column is interpreted here.
+column is interpreted here, beyond the CSV numbers named below.
 
 Text is read as text: every CSV/TSV column is a string column exactly as written (``001``,
 ``1e3``, ``NA`` and ``True`` stay those strings), and JSON numbers keep their digits, so an
 id never passes through a float (``007`` and ``7`` stay two models, ``2`` never becomes
 ``2.0``). The columns that hold numbers (outcome, weight, lengths, covariates) are parsed
 where they are used (:func:`oscar_jax.io.names.numbers`), except that Arrow's CSV reader
-parses ``len_a``, ``len_b`` and ``weight``, which hold numbers in every convention. CSV and TSV files in UTF-8 are
-parsed by Arrow's columnar reader; other encodings, and files Arrow refuses, by pandas',
-whose messages name the line.
+parses ``len_a``, ``len_b`` and ``weight``, which hold numbers in every convention. CSV and
+TSV files in UTF-8 are parsed by Arrow's columnar reader; other encodings, and files Arrow
+refuses, by pandas', whose messages name the line.
 """
 
 from __future__ import annotations
