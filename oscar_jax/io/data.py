@@ -165,23 +165,30 @@ def load_judgments(source, schema: str | None = None, *, bothbad: str = "tie", b
     report = LoadReport(source=name, schema=schema, n_input=len(raw))
     options = {"bothbad": bothbad, "baseline": baseline, "strong_weight": strong_weight}
     raw[SOURCE_ROW] = np.arange(len(raw), dtype=np.int32 if len(raw) < 2**31 else np.int64)  # 40 MB less at 10⁷
+    pairs = filter_pairs(filters)
+    # The raw columns read after the conversion (covariates, filters on columns the canonical
+    # frame lacks) are kept aside; the raw frame itself is handed to the converter, which may
+    # drop a column once it has read it (at 10⁷ records Arena's winner labels are 150 MB).
+    columns = [c for c in raw.columns if c != SOURCE_ROW]
+    aside = raw[[c for c in dict.fromkeys([*keep_columns, *(c for c, _ in pairs)]) if c in raw.columns]]
+    holder = [raw]
+    del raw
     try:
-        frame = SCHEMAS[schema].convert(raw, report, options)
+        frame = SCHEMAS[schema].convert(holder.pop(), report, options)
     except OscarInputError as exc:
         text = str(exc)
         raise OscarInputError(text if text.startswith(name) else f"{name}: {text}") from None
     rows = frame.pop(SOURCE_ROW).to_numpy() if SOURCE_ROW in frame.columns else np.arange(len(frame))
-    pairs = filter_pairs(filters)
     # A filter on a column the frame lacks reads the raw input's column, carried only while selecting.
     carried = [c for c, _ in pairs if c not in frame.columns and c not in keep_columns]
     for col in dict.fromkeys([*keep_columns, *carried]):
-        if col not in raw.columns:
+        if col not in aside.columns:
             what = "covariate column" if col in keep_columns else "--filter/--category column"
             raise OscarInputError(
-                f"{what} {col!r} is not in the data; columns: {sorted(c for c in raw.columns if c != SOURCE_ROW)}"
+                f"{what} {col!r} is not in the data; columns: {sorted(columns)}"
                 + ("" if col in keep_columns else " (Python: filters=)")
             )
-        frame[col] = raw[col].to_numpy()[rows]
+        frame[col] = aside[col].to_numpy()[rows]
     same = (frame["candidate_a"] == frame["candidate_b"]).to_numpy()
     raise_at(same, lambda i: (f"row {int(rows[i]) + 1}: candidate_a == candidate_b == {frame['candidate_a'].iloc[i]!r}; "
                               f"a candidate cannot be compared with itself ({int(same.sum())} such records); remove them"))

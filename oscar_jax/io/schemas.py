@@ -115,6 +115,7 @@ def _convert_arena(frame: pd.DataFrame, report: LoadReport, options: dict) -> pd
         report.dropped["'tie (bothbad)' records (bothbad='drop')"] = int(np.sum(is_bothbad))
         frame = frame.loc[~is_bothbad].reset_index(drop=True)
     outcome = outcome_from_labels(frame["winner"], "winner", ARENA_WINNERS, False, frame)
+    frame = frame.drop(columns=["winner"])  # read: freed here when the caller handed the frame over
     return canonical_frame(frame, report, outcome, prompt=("question_id", "prompt"), candidate_a="model_a",
                            candidate_b="model_b", judge="judge", default_judge="arena")
 

@@ -233,6 +233,9 @@ def build_design_owning(holder: list, *, reference_judge: str | None = None, fam
     # Per-record temporaries are dropped once used (del below): at 10⁶ records each is 8 MB,
     # and together they set the design's peak.
     del prompt_codes
+    # The exact-repeat screen below reads the names as their codes (equal codes ⇔ equal names), so
+    # the name columns, most of the frame (0.6 GB at 10⁷ records), go once coded.
+    frame = frame.drop(columns=[c for c in ("prompt", "candidate_a", "candidate_b", "judge") if c not in (covariates or ())])
 
     # Length contrast L = log((ℓ_A+1)/(ℓ_B+1)) / s_L (Section 3.2), s_L with divisor N.
     has_length = "len_a" in frame.columns and "len_b" in frame.columns
@@ -283,9 +286,7 @@ def build_design_owning(holder: list, *, reference_judge: str | None = None, fam
                                   "number; give every record a number (e.g. 0 where the contrast is absent)")
         X[:, j] = vals
 
-    # The exact-repeat screen below reads the names as their codes (equal codes ⇔ equal names), so
-    # the name columns, most of the frame (0.6 GB at 10⁷ records), go before the cells are coded.
-    rest = frame.drop(columns=["prompt", "candidate_a", "candidate_b", "judge"])
+    rest = frame.drop(columns=[c for c in ("prompt", "candidate_a", "candidate_b", "judge") if c in frame.columns])
     del frame
 
     # Cells: unique (a, b, k, L, F, X); F is a function of (a, b, k), so only L and X enter the key.
