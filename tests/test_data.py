@@ -80,6 +80,26 @@ def test_arena_battles_keep_bothbad_apart():
     assert len(dropped) == 3 and report2.dropped["'tie (bothbad)' records (bothbad='drop')"] == 1
 
 
+
+def test_raw_columns_the_converter_reads_stay_available_to_filters_and_covariates(tmp_path):
+    """The converter may drop a raw column once read (Arena's winner labels, freed at scale);
+    a filter or a carried column naming it still reads it as written."""
+    battles = pd.DataFrame({
+        "model_a": ["x", "y", "x", "y"], "model_b": ["y", "x", "y", "x"],
+        "winner": ["model_a", "tie (bothbad)", "tie", "model_b"], "question_id": ["q1", "q1", "q2", "q3"],
+    })
+    path = tmp_path / "battles.csv"
+    battles.to_csv(path, index=False)
+    for source in (battles, path):
+        ties, _ = load_judgments(source, filters={"winner": "tie"})
+        assert ties.prompt.tolist() == ["q2"] and ties.outcome.tolist() == [0.5]
+        carried, _ = load_judgments(source, keep_columns=["winner"])
+        assert carried.winner.tolist() == battles.winner.tolist()
+        assert "winner" not in load_judgments(source)[0].columns
+    with pytest.raises(OscarInputError, match=r"'nope' is not in the data; columns: \['model_a', 'model_b', 'question_id', "
+                                              r"'winner'\]"):
+        load_judgments(battles, filters={"nope": "1"})
+
 @pytest.mark.parametrize("mutate, message", [
     (lambda d: d.drop(columns=["candidate_b"]), "candidate_b"),
     (lambda d: d.assign(outcome=["A", "B", "draw", "A", "A", "B"]), "row 3: unknown label 'draw'"),
