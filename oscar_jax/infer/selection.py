@@ -14,6 +14,7 @@ import numpy as np
 from ..model.design import DesignArrays
 from ..model.params import Layout
 from ..runtime.lazy_jax import jax, jnp
+from . import derivatives
 
 __all__ = ["column_mask", "components_connected", "graph_connected", "host_connected"]
 
@@ -41,7 +42,7 @@ def _judge_sums(terms, arrays: DesignArrays, stats, n_judge: int, xp):
     k, z = xp.asarray(arrays.k), xp.asarray(arrays.z)
     if xp is not jnp:
         return [np.bincount(k, weights=t, minlength=n_judge) for t in terms(k, stats[:, 0], z)]
-    from .derivatives import CHUNK
+    chunk = derivatives.CHUNK
 
     def part(lo, size):
         take = lambda x: jax.lax.dynamic_slice_in_dim(x, lo, size)  # noqa: E731
@@ -49,14 +50,14 @@ def _judge_sums(terms, arrays: DesignArrays, stats, n_judge: int, xp):
         return [jax.ops.segment_sum(t, kk, num_segments=n_judge) for t in terms(kk, take(stats)[:, 0], take(z))]
 
     n = k.shape[0]
-    if n <= CHUNK:
+    if n <= chunk:
         return part(0, n)
-    n_full, rest = divmod(n, CHUNK)
-    zero = [jnp.zeros(n_judge, stats.dtype) for _ in jax.eval_shape(lambda: part(0, CHUNK))]
-    acc = jax.lax.scan(lambda acc, i: ([x + y for x, y in zip(acc, part(i * CHUNK, CHUNK))], None), zero,
+    n_full, rest = divmod(n, chunk)
+    zero = [jnp.zeros(n_judge, stats.dtype) for _ in jax.eval_shape(lambda: part(0, chunk))]
+    acc = jax.lax.scan(lambda acc, i: ([x + y for x, y in zip(acc, part(i * chunk, chunk))], None), zero,
                        jnp.arange(n_full))[0]
     if rest:  # the last, shorter chunk: its own static shape
-        acc = [x + y for x, y in zip(acc, part(n_full * CHUNK, rest))]
+        acc = [x + y for x, y in zip(acc, part(n_full * chunk, rest))]
     return acc
 
 

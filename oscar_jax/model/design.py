@@ -31,6 +31,10 @@ __all__ = ["GROUP_MIN_CELLS", "Design", "DesignArrays", "build_design", "build_d
            "with_groups"]
 
 
+# The canonical frame's columns of names and ids, which the design reads as integer codes.
+NAME_COLUMNS = ("prompt", "candidate_a", "candidate_b", "judge")
+
+
 class DesignArrays(NamedTuple):
     """Arrays of a design (a pytree; shapes with C_ cells, P pairs, U covariates).
 
@@ -188,7 +192,7 @@ def build_design_owning(holder: list, *, reference_judge: str | None = None, fam
     :func:`build_design` the caller keeps its frame.
     """
     frame = holder.pop()
-    missing = [c for c in ("prompt", "candidate_a", "candidate_b", "judge", "outcome") if c not in frame.columns]
+    missing = [c for c in (*NAME_COLUMNS, "outcome") if c not in frame.columns]
     if missing:
         raise OscarInputError(f"frame lacks canonical column(s) {missing}; read data with load_judgments()")
     n = len(frame)
@@ -235,7 +239,7 @@ def build_design_owning(holder: list, *, reference_judge: str | None = None, fam
     del prompt_codes
     # The exact-repeat screen below reads the names as their codes (equal codes ⇔ equal names), so
     # the name columns, most of the frame (0.6 GB at 10⁷ records), go once coded.
-    frame = frame.drop(columns=[c for c in ("prompt", "candidate_a", "candidate_b", "judge") if c not in (covariates or ())])
+    frame = frame.drop(columns=[c for c in NAME_COLUMNS if c not in (covariates or ())])
 
     # Length contrast L = log((ℓ_A+1)/(ℓ_B+1)) / s_L (Section 3.2), s_L with divisor N.
     has_length = "len_a" in frame.columns and "len_b" in frame.columns
@@ -286,7 +290,7 @@ def build_design_owning(holder: list, *, reference_judge: str | None = None, fam
                                   "number; give every record a number (e.g. 0 where the contrast is absent)")
         X[:, j] = vals
 
-    rest = frame.drop(columns=[c for c in ("prompt", "candidate_a", "candidate_b", "judge") if c in frame.columns])
+    rest = frame.drop(columns=[c for c in NAME_COLUMNS if c in frame.columns])
     del frame
 
     # Cells: unique (a, b, k, L, F, X); F is a function of (a, b, k), so only L and X enter the key.
