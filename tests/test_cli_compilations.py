@@ -92,8 +92,8 @@ def test_second_process_traces_no_model_function(tmp_path):
     first = _probe(args, cache, tmp_path)
     second = _probe(args, cache, tmp_path)
     assert any(n != "call" for n in first["traced"])  # the first process traced the model functions
-    # The second loads them: only the tiny wrappers that call a stored program are traced,
-    # and every compilation is a hit in the persistent compile cache.
-    assert set(second["traced"]) <= {"call"}, second["traced"]
-    assert second["cache_hits"] == second["compilations"] >= 1
+    # The second loads their executables (oscar_jax.runtime.executables): it traces and
+    # compiles nothing at all.
+    assert not second["traced"] and second["compilations"] == 0, second
     assert (cache / "exported").is_dir() and any((cache / "exported").iterdir())
+    assert any((cache / "compiled").iterdir())

@@ -199,3 +199,48 @@ def test_variadic_functions_are_refused():
         jit.persistent_jit(lambda x, **kw: x)
     with pytest.raises(TypeError, match=r"\*args"):
         jit.persistent_jit(lambda *args: args[0])
+
+
+_LATER_PROCESS = """
+import json, sys, jax, numpy as np, oscar_jax as oj
+design = oj.simulate_design(seed=6, n_prompts=150)  # (the simulator's own programs are not stored)
+events = []
+jax.monitoring.register_event_duration_secs_listener(
+    lambda event, d, **kw: events.append(kw.get("fun_name")) if event.endswith(("backend_compile_duration", "jaxpr_trace_duration")) else None)
+res = oj.fit(design, "oscar", seed=1)
+boot = oj.bootstrap(design, "oscar", replicates=8, seed=2)
+bits = [np.asarray(x, np.float64).tobytes().hex() for x in (res.theta, res.core.info, res.cov.cluster, res.cov.model, boot.batch.core.theta)]
+print(json.dumps({"bits": bits, "events": len(events), "names": sorted(set(map(str, events)))}))
+"""
+
+
+def _later_process(cache_dir: Path) -> dict:
+    import json
+
+    env = {k: v for k, v in os.environ.items() if k not in ("JAX_COMPILATION_CACHE_DIR", "JAX_ENABLE_X64")}
+    env.update(OSCAR_JAX_CACHE_DIR=str(cache_dir), PYTHONPATH=str(ROOT))
+    out = subprocess.run([sys.executable, "-c", _LATER_PROCESS], env=env, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_a_later_process_runs_the_stored_executables_bit_for_bit(tmp_path):
+    # The first process compiles and stores each program's executable
+    # (oscar_jax.runtime.executables); the next one loads them: it traces and compiles
+    # nothing, and every estimate, covariance and bootstrap draw has the same bits.
+    first = _later_process(tmp_path)
+    assert first["events"] > 0 and any((tmp_path / "compiled").iterdir())
+    second = _later_process(tmp_path)
+    assert second["events"] == 0, second["names"]
+    assert second["bits"] == first["bits"]
+    # An executable that cannot be loaded (a damaged or foreign file) is compiled again from
+    # the exported program, with the same bits. Here JAX's own cache serves that compilation,
+    # and an executable it served is not stored (serialized a second time it lacks kernels on
+    # XLA:CPU: the next process failed with "Function … not found"), so a fourth process runs
+    # too, with the same bits.
+    for f in (tmp_path / "compiled").iterdir():
+        f.write_bytes(b"not an executable")
+    third = _later_process(tmp_path)
+    assert third["events"] > 0 and third["bits"] == first["bits"]
+    fourth = _later_process(tmp_path)
+    assert fourth["bits"] == first["bits"]

@@ -1,17 +1,18 @@
-"""``persistent_jit``: jitted functions whose traced programs persist across processes.
+"""``persistent_jit``: jitted functions whose compiled programs persist across processes.
 
 XLA's persistent compilation cache (:mod:`oscar_jax.runtime.cache`) skips the compile step
 in a new process, but its key is the lowered program, so every process still traces and
 lowers each function first: for the fit core that is 1–2 s of Python, most of a warm
-``oscar fit``. :func:`persistent_jit` also stores the *lowered* program (``jax.export``,
+``oscar fit``. :func:`persistent_jit` stores the *lowered* program (``jax.export``,
 StableHLO) per (function, static arguments, argument shapes) in the cache's ``exported/``
-subfolder, so a new process deserializes it in milliseconds and the compile step then
-hits XLA's cache. The program run is the same StableHLO the plain jit would compile, so
-results are bit-identical (tests/test_program_cache.py). :func:`exported` gives the same
-store to code that lowers ahead of time (the simulation sweep's per-method programs);
-Inside :func:`~oscar_jax.runtime.batching.compile_ahead` (the CLI), a program's ``prepare``
-compiles it on a worker thread while the fit compiles. How and why:
-``docs/caching.md``.
+subfolder and, once compiled, its executable in ``compiled/``
+(:mod:`oscar_jax.runtime.executables`): a new process loads the executable and runs it
+without tracing, lowering or compiling (where it cannot, it compiles the stored StableHLO).
+The program run is the same StableHLO the plain jit would compile, so results are
+bit-identical (tests/test_program_cache.py). :func:`stored_program` gives the same store to
+code that compiles ahead of time (the simulation sweep's per-method programs). Inside
+:func:`~oscar_jax.runtime.batching.compile_ahead` (the CLI), a program's ``prepare``
+compiles it on a worker thread while the fit compiles. How and why: ``docs/caching.md``.
 """
 
 from __future__ import annotations
@@ -27,10 +28,11 @@ from pathlib import Path
 
 from . import cache
 from .batching import ahead_pool
+from .executables import compile_and_store, executable_path, load_executable
 from .lazy_jax import jax, when_loaded
 from .progress import compiling
 
-__all__ = ["RUN_ONCE", "exported", "forget", "persistent_jit", "register_pytree_names"]
+__all__ = ["RUN_ONCE", "forget", "persistent_jit", "register_pytree_names", "stored_program"]
 
 _FAILED = object()
 _ALL: "weakref.WeakSet[_PersistentJit]" = weakref.WeakSet()
@@ -201,7 +203,15 @@ class _PersistentJit:
                     program = self._programs[fast] = self._program(folder, split)
         if program is _FAILED:
             return self._top(*args, **kwargs)
-        return program(dynamic)
+        if isinstance(program, _Exported):
+            with self._lock:
+                program = self._programs.get(fast)
+                if isinstance(program, _Exported):
+                    program = self._programs[fast] = program.compile(dynamic)
+        try:
+            return program(dynamic)
+        except TypeError:  # a stored executable built for other argument types: the plain jit
+            return self._top(*args, **kwargs)
 
     def preload(self, *args, **kwargs) -> None:
         """Trace and lower (or load) the program of this call now; compile it at the call.
@@ -229,17 +239,35 @@ class _PersistentJit:
         def compile_now():
             try:
                 program = self._program(folder, split)
-                return program if program is _FAILED else program.lower(split[2]).compile()
+                return program.compile(split[2]) if isinstance(program, _Exported) else program
             except Exception:  # noqa: BLE001 (the call compiles as usual)
                 return _FAILED
 
         self._programs[split[0]] = pool.submit(compile_now)
 
     def _load_or_export(self, folder: Path, key, static: dict, dynamic: dict):
+        """The stored executable of this call, else its exported program (:class:`_Exported`),
+        else _FAILED."""
         fun = self._fun
-        name = f"{fun.__module__}.{fun.__qualname__}"
-        exp = _exported_in(folder, self.__name__, repr((name, key)), lambda dyn: fun(**dyn, **static), (dynamic,))
-        return _FAILED if exp is None else jax.jit(exp.call, compiler_options=self._options)
+        key_text = repr((f"{fun.__module__}.{fun.__qualname__}", key))
+        path = executable_path(folder.parent, self.__name__, key_text, _environment_digest(), self._options)
+        compiled = load_executable(path)
+        if compiled is not None:
+            return compiled
+        exp = _exported_in(folder, self.__name__, key_text, lambda dyn: fun(**dyn, **static), (dynamic,))
+        return _FAILED if exp is None else _Exported(jax.jit(exp.call, compiler_options=self._options), path)
+
+
+class _Exported:
+    """An exported program not compiled yet: :meth:`compile` compiles it for the arguments
+    of a call (arrays or ``jax.ShapeDtypeStruct``) and stores its executable, which the
+    next process loads without lowering (:mod:`oscar_jax.runtime.executables`)."""
+
+    def __init__(self, jitted, path: Path | None):
+        self._jitted, self._path = jitted, path
+
+    def compile(self, dynamic):
+        return compile_and_store(self._jitted, (dynamic,), self._path)
 
 
 def _stored_path(folder: Path, label: str, key_text: str) -> Path:
@@ -271,18 +299,24 @@ def _exported_in(folder: Path, label: str, key_text: str, fun, args):
     return exp
 
 
-def exported(label: str, key_text: str, fun, args):
-    """The stored ``jax.export`` program of ``fun(*args)``, exported now if absent; None when
-    the cache is off or ``fun`` cannot be exported (then lower ``fun`` as usual).
+def stored_program(label: str, key_text: str, fun, args, compiler_options: dict | None = None):
+    """The compiled program of ``fun(*args)``: its stored executable, else compiled from its
+    stored export (exported now if absent) and its executable stored; None when the cache is
+    off or ``fun`` cannot be exported (then compile ``fun`` as usual).
 
     ``key_text`` must identify ``fun`` and every constant it closes over (its static
-    arguments); ``args`` may be arrays or ``jax.ShapeDtypeStruct``. Run it with
-    ``jax.jit(result.call)`` on arguments of the same shapes.
+    arguments); ``args`` may be arrays or ``jax.ShapeDtypeStruct``. Run the result on
+    arguments of the same shapes.
     """
     folder = _folder()
     if folder is None or " at 0x" in key_text:
         return None
-    return _exported_in(folder, label, key_text, fun, args)
+    path = executable_path(folder.parent, label, key_text, _environment_digest(), compiler_options)
+    compiled = load_executable(path)
+    if compiled is not None:
+        return compiled
+    exp = _exported_in(folder, label, key_text, fun, args)
+    return None if exp is None else compile_and_store(jax.jit(exp.call, compiler_options=compiler_options), args, path)
 
 
 def forget() -> None:

@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import NamedTuple
 
-from ..runtime.jit import exported
+from ..runtime.jit import stored_program
 from ..runtime.batching import map_replicates
 from ..model.params import Layout
 from ..runtime.lazy_jax import jax, jnp
@@ -99,13 +99,13 @@ def release_compiled() -> None:
     gc.collect()
 
 
-def _lower(prog: Program, fn, args, static: dict):
-    """Lower one program; with the compile cache on, from its stored export, so that a new
-    process running the same sweep neither traces nor lowers it again (issue 16)."""
-    exp = exported(f"sweep_{prog.kind}", repr((fn.__qualname__, prog)), partial(fn, **static), args)
-    if exp is not None:
-        return jax.jit(exp.call).lower(*args)
-    return jax.jit(fn, static_argnames=tuple(static)).lower(*args, **static)
+def _compile(prog: Program, fn, args, static: dict):
+    """Compile one program; with the compile cache on, a new process running the same sweep
+    loads its executable, neither tracing, lowering nor compiling it again (issue 16)."""
+    exe = stored_program(f"sweep_{prog.kind}", repr((fn.__qualname__, prog)), partial(fn, **static), args)
+    if exe is not None:
+        return exe
+    return jax.jit(fn, static_argnames=tuple(static)).lower(*args, **static).compile()
 
 
 def build(prog: Program):
@@ -124,7 +124,7 @@ def build(prog: Program):
     if prog.kind == "sim":
         static = dict(n_prompts=prog.n_prompts, n_prompts_pad=prog.n_prompts_pad, params=prog.params)
         if mesh is None:
-            exe = _lower(prog, simulate_batch, (keys, controls), static).compile()
+            exe = _compile(prog, simulate_batch, (keys, controls), static)
         else:
             exe = replicate_sharded(simulate_batch, (0, None), mesh=mesh, **static).lower(keys, controls).compile()
     else:
@@ -138,7 +138,7 @@ def build(prog: Program):
         static = dict(layout=prog.layout, n_clusters=prog.n_prompts_pad, max_iter=prog.max_iter,
                       vmap_width=prog.vmap_width)
         if mesh is None:
-            exe = _lower(prog, evaluate_batch, args, static).compile()
+            exe = _compile(prog, evaluate_batch, args, static)
         else:
             exe = replicate_sharded(evaluate_batch, (0,) + (None,) * 7, mesh=mesh, **static).lower(*args).compile()
     _COMPILED[prog] = exe
