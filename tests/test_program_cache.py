@@ -205,11 +205,13 @@ _LATER_PROCESS = """
 import json, sys, jax, numpy as np, oscar_jax as oj
 design = oj.simulate_design(seed=6, n_prompts=150)  # (the simulator's own programs are not stored)
 events = []
+counted = ("backend_compile_duration", "jaxpr_trace_duration")
 jax.monitoring.register_event_duration_secs_listener(
-    lambda event, d, **kw: events.append(kw.get("fun_name")) if event.endswith(("backend_compile_duration", "jaxpr_trace_duration")) else None)
+    lambda event, d, **kw: events.append(kw.get("fun_name")) if event.endswith(counted) else None)
 res = oj.fit(design, "oscar", seed=1)
 boot = oj.bootstrap(design, "oscar", replicates=8, seed=2)
-bits = [np.asarray(x, np.float64).tobytes().hex() for x in (res.theta, res.core.info, res.cov.cluster, res.cov.model, boot.batch.core.theta)]
+out = (res.theta, res.core.info, res.cov.cluster, res.cov.model, boot.batch.core.theta)
+bits = [np.asarray(x, np.float64).tobytes().hex() for x in out]
 print(json.dumps({"bits": bits, "events": len(events), "names": sorted(set(map(str, events)))}))
 """
 
