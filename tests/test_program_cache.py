@@ -236,13 +236,15 @@ def test_a_later_process_runs_the_stored_executables_bit_for_bit(tmp_path):
     assert second["events"] == 0, second["names"]
     assert second["bits"] == first["bits"]
     # An executable that cannot be loaded (a damaged or foreign file) is compiled again from
-    # the exported program, with the same bits. Here JAX's own cache serves that compilation,
-    # and an executable it served is not stored (serialized a second time it lacks kernels on
-    # XLA:CPU: the next process failed with "Function … not found"), so a fourth process runs
-    # too, with the same bits.
+    # the exported program, with the same bits, and stored afresh. JAX's own cache holds the
+    # program from the first process, and an executable it serves lacks kernels on XLA:CPU
+    # once serialized again (the next process failed with "Function … not found"), so the
+    # program is compiled once more under a second module name before it is stored: a fourth
+    # process loads every program again. (Control: storing what JAX's cache served fails.)
     for f in (tmp_path / "compiled").iterdir():
         f.write_bytes(b"not an executable")
     third = _later_process(tmp_path)
     assert third["events"] > 0 and third["bits"] == first["bits"]
     fourth = _later_process(tmp_path)
+    assert fourth["events"] == 0, fourth["names"]
     assert fourth["bits"] == first["bits"]

@@ -255,7 +255,7 @@ class _PersistentJit:
         if compiled is not None:
             return compiled
         exp = _exported_in(folder, self.__name__, key_text, lambda dyn: fun(**dyn, **static), (dynamic,))
-        return _FAILED if exp is None else _Exported(jax.jit(exp.call, compiler_options=self._options), path)
+        return _FAILED if exp is None else _Exported(exp, path, self._options)
 
 
 class _Exported:
@@ -263,11 +263,11 @@ class _Exported:
     of a call (arrays or ``jax.ShapeDtypeStruct``) and stores its executable, which the
     next process loads without lowering (:mod:`oscar_jax.runtime.executables`)."""
 
-    def __init__(self, jitted, path: Path | None):
-        self._jitted, self._path = jitted, path
+    def __init__(self, exported, path: Path | None, options: dict | None):
+        self._exported, self._path, self._options = exported, path, options
 
     def compile(self, dynamic):
-        return compile_and_store(self._jitted, (dynamic,), self._path)
+        return compile_and_store(self._exported, (dynamic,), self._path, self._options)
 
 
 def _stored_path(folder: Path, label: str, key_text: str) -> Path:
@@ -316,7 +316,7 @@ def stored_program(label: str, key_text: str, fun, args, compiler_options: dict 
     if compiled is not None:
         return compiled
     exp = _exported_in(folder, label, key_text, fun, args)
-    return None if exp is None else compile_and_store(jax.jit(exp.call, compiler_options=compiler_options), args, path)
+    return None if exp is None else compile_and_store(exp, args, path, compiler_options)
 
 
 def forget() -> None:
