@@ -88,8 +88,8 @@ def _lapack_modules_alone() -> None:
 
 
 # Executables this process compiled and stored: one loaded back beside the executable it was
-# compiled as failed to run on XLA:CPU ("Function … not found"), so this process compiles
-# again (JAX's own caches serve it) and only later processes load it.
+# compiled as failed to run on XLA:CPU ("Function … not found"), so only later processes load
+# them (this one keeps its own in memory; after jit.forget() it compiles again).
 _STORED_HERE: set[Path] = set()
 
 
@@ -101,7 +101,7 @@ def load_executable(path: Path | None):
         from jax.experimental import serialize_executable
 
         blob, in_tree, out_tree = pickle.loads(path.read_bytes())
-        _initialize_lapack()  # (the solvers' Cholesky: every program that is stored calls LAPACK)
+        _initialize_lapack()  # (once, ~0.01 s: most stored programs call LAPACK, the solvers' Cholesky)
         return serialize_executable.deserialize_and_load(blob, in_tree, out_tree)
     except Exception:  # noqa: BLE001 (truncated, foreign or stale: compiled again and replaced)
         return None
