@@ -327,3 +327,18 @@ def test_release_compiled_frees_executable_mappings():
     # ~6 mappings per small program; release returns about half of them at once (the
     # rest are allocator pools that later compilations reuse).
     assert grown - before >= 80 and after - before < 0.75 * (grown - before), (before, grown, after)
+
+
+def test_t_quantile_is_scipy_stats_bit_for_bit():
+    # The Monte Carlo intervals' t quantile comes from scipy.special (scipy.stats' import cost a
+    # sweep 0.3–0.5 s); it must be the very number scipy.stats gives. Control: the normal
+    # quantile the t tends to differs at every finite dof.
+    from scipy.special import ndtri
+
+    from oscar_jax.sweep.tables import _t_crit
+
+    for dof in (1, 2, 4, 19, 99, 199, 1999):
+        for level in (0.8, 0.9, 0.95, 0.99):
+            assert _t_crit(level, dof) == float(t.ppf(0.5 + level / 2.0, dof))
+            assert _t_crit(level, dof) != float(ndtri(0.5 + level / 2.0))
+    assert math.isnan(_t_crit(0.95, 0))

@@ -22,9 +22,11 @@ BINARY_METRICS = ("top1",)  # 0/1 per replicate: proportions, with score interva
 
 
 def _t_crit(level: float, dof: int) -> float:
-    from scipy.stats import t
+    """The t_{dof} quantile of an interval at ``level``: ``scipy.stats.t.ppf`` bit for bit,
+    from the special function it calls (``scipy.stats`` costs a sweep 0.3–0.5 s of imports)."""
+    from scipy.special import stdtrit
 
-    return float(t.ppf(0.5 + level / 2.0, dof)) if dof > 0 else float("nan")
+    return float(stdtrit(dof, 0.5 + level / 2.0)) if dof > 0 else float("nan")
 
 
 def mc_summary(values: np.ndarray, level: float) -> tuple[float, float, float, float]:
