@@ -229,8 +229,8 @@ def tie_kinds(codes: np.ndarray, kinds=TIE_KINDS) -> pd.Series:
     codes = np.asarray(codes)
     out = np.zeros(len(codes), dtype=np.int8)
     for j, kind in enumerate(kinds):  # a mask per kind: indexing by the codes would copy them as intp (80 MB at 10⁷)
-        if TIE_KINDS.index(kind):
-            out[codes == j] = TIE_KINDS.index(kind)
+        if code := TIE_KINDS.index(kind):
+            out[codes == j] = code
     return pd.Series(pd.Categorical.from_codes(out, categories=list(TIE_KINDS)))
 
 

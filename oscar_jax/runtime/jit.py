@@ -250,12 +250,8 @@ class _PersistentJit:
         else _FAILED."""
         fun = self._fun
         key_text = repr((f"{fun.__module__}.{fun.__qualname__}", key))
-        path = executable_path(folder.parent, self.__name__, key_text, _environment_digest(), self._options)
-        compiled = load_executable(path)
-        if compiled is not None:
-            return compiled
-        exp = _exported_in(folder, self.__name__, key_text, lambda dyn: fun(**dyn, **static), (dynamic,))
-        return _FAILED if exp is None else _Exported(exp, path, self._options)
+        program = _stored(folder, self.__name__, key_text, lambda dyn: fun(**dyn, **static), (dynamic,), self._options)
+        return _FAILED if program is None else program
 
 
 class _Exported:
@@ -266,8 +262,19 @@ class _Exported:
     def __init__(self, exported, path: Path | None, options: dict | None):
         self._exported, self._path, self._options = exported, path, options
 
-    def compile(self, dynamic):
-        return compile_and_store(self._exported, (dynamic,), self._path, self._options)
+    def compile(self, *args):
+        return compile_and_store(self._exported, args, self._path, self._options)
+
+
+def _stored(folder: Path, label: str, key_text: str, fun, args, options: dict | None):
+    """The stored executable of ``fun(*args)``, else its exported program (:class:`_Exported`,
+    exported now if absent), else None (``fun`` cannot be exported)."""
+    path = executable_path(folder.parent, label, key_text, _environment_digest(), options)
+    compiled = load_executable(path)
+    if compiled is not None:
+        return compiled
+    exp = _exported_in(folder, label, key_text, fun, args)
+    return None if exp is None else _Exported(exp, path, options)
 
 
 def _stored_path(folder: Path, label: str, key_text: str) -> Path:
@@ -311,12 +318,8 @@ def stored_program(label: str, key_text: str, fun, args, compiler_options: dict 
     folder = _folder()
     if folder is None or " at 0x" in key_text:
         return None
-    path = executable_path(folder.parent, label, key_text, _environment_digest(), compiler_options)
-    compiled = load_executable(path)
-    if compiled is not None:
-        return compiled
-    exp = _exported_in(folder, label, key_text, fun, args)
-    return None if exp is None else compile_and_store(exp, args, path, compiler_options)
+    program = _stored(folder, label, key_text, fun, args, compiler_options)
+    return program.compile(*args) if isinstance(program, _Exported) else program
 
 
 def forget() -> None:
