@@ -28,7 +28,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.optimize import minimize
 
-from oscar_jax.model.params import helmert
+from benchmarks.scipy_script import helmert
 
 __all__ = ["B3_GTOL", "CellObjective", "ScipyFit", "fit_cells", "from_design"]
 

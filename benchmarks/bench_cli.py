@@ -31,7 +31,9 @@ its wall time; best of N and median; the load average recorded:
   (``evalica -i CSV pairwise bradley-terry``) on the same file (left, right, winner: written
   from DATA into a temporary folder);
 * warm ``oscar bootstrap DATA --replicates 500``; cold ``oscar fit`` (an empty compile cache
-  per run) beside ``python -c "import numpy, pandas, jax"`` (the stack a fit loads).
+  per run) beside ``python -c "import numpy, pandas, jax"`` (the stack a fit loads);
+* the small Section 7 sweep, warm and cold, against ``benchmarks/scipy_sweep.py`` (numpy
+  generator and the fair baseline's fits for the same settings, fits only).
 
 Usage::
 
@@ -68,6 +70,7 @@ DATASETS = {
 }
 PROBE = ROOT / "benchmarks" / "cli_probe.py"
 SCIPY = ROOT / "benchmarks" / "scipy_script.py"
+SCIPY_SWEEP = ROOT / "benchmarks" / "scipy_sweep.py"
 GOALS = {"fit json": 0.5, "fit table": 0.5, "bootstrap": 2.0, "compare": 2.0}  # warm, seconds over import
 COLD_GOAL = 3.0
 
@@ -237,8 +240,9 @@ def versus_commands(files: dict[str, Path], work: Path) -> dict[str, tuple[list[
             "oscar fit label.csv, a bad label (exit 2)": (oscar + ["fit", str(bad)], "warm"),
             "python -c 'import numpy, pandas, jax'": ([py, "-c", "import numpy, pandas, jax"], "warm")}
     sweep = oscar + ["simulate", "--n", "1000,2500", "--reps", "20", "--methods", "j,oscar", "--format", "json"]
-    cmds["oscar simulate --n 1000,2500 --reps 20 --methods j,oscar"] = (sweep, "warm")
-    cmds["cold oscar simulate --n 1000,2500 --reps 20 --methods j,oscar"] = (sweep, "cold")
+    cmds[f"Small sweep: {SWEEP}"] = (sweep, "warm")
+    cmds[f"Small sweep: cold {SWEEP}"] = (sweep, "cold")
+    cmds[f"Small sweep: {SCIPY_SWEEP_LABEL}"] = ([py, str(SCIPY_SWEEP), "--n", "1000,2500", "--reps", "20"], "warm")
     for name, path in files.items():
         csv = _evalica_csv(path, work / (path.stem + ".csv"))
         cmds[f"{name}: oscar fit --model oscar --format json"] = (
@@ -297,8 +301,12 @@ def demo_rows(rounds: int, work: Path) -> list[str]:
             *(f"| {i + 1} | {f:.2f} | {w:.1f} | {c:.1f} | {e} | {ld:.1f} |" for i, (f, w, c, e, ld) in enumerate(runs))]
 
 
+SWEEP = "oscar simulate --n 1000,2500 --reps 20 --methods j,oscar"
+SCIPY_SWEEP_LABEL = "scipy sweep script, same settings, fits only"
 VERSUS_PAIRS = (("oscar fit --model oscar --format json", "scipy script, same model", 1.5),
-                ("oscar fit --model bt --format csv", "evalica CLI, Bradley-Terry", 1.0))
+                ("oscar fit --model bt --format csv", "evalica CLI, Bradley-Terry", 1.0),
+                (SWEEP, SCIPY_SWEEP_LABEL, 0.5),
+                (f"cold {SWEEP}", SCIPY_SWEEP_LABEL, 0.5))
 
 
 def versus_markdown(rows: list[dict], rounds: int, load: tuple, wall: float) -> str:

@@ -5,9 +5,10 @@
 and writes to STATS.json: the exit status, the seconds spent importing and running,
 the number of XLA compilations (``backend_compile`` events, whether the program then came
 from the persistent cache or not), persistent-cache hits, traces (``jaxpr_trace``
-events) and the programs compiled by name. The compilation count per invocation is the
-robust before → after number of ``bench_cli.py`` and of ``tests/test_cli_compilations.py``:
-unlike wall time it does not depend on the machine's load.
+events), the programs compiled by name and which of the modules in ``HEAVY`` were
+imported. The compilation count per invocation is the robust before → after number of
+``bench_cli.py`` and of ``tests/test_cli_compilations.py``: unlike wall time it does not
+depend on the machine's load.
 """
 
 from __future__ import annotations
@@ -21,6 +22,10 @@ import contextlib  # noqa: E402
 import io  # noqa: E402
 import json  # noqa: E402
 import sys  # noqa: E402
+
+
+# Modules a command may load only where it uses them (issue 36: a light start).
+HEAVY = ("scipy.special", "scipy.stats", "jax.scipy.stats", "matplotlib", "numpyro", "arviz")
 
 
 def probe(argv: list[str]) -> dict:
@@ -57,6 +62,7 @@ def probe(argv: list[str]) -> dict:
         "cache_hits": events.get("/jax/compilation_cache/cache_hits", 0),
         "compiled": dict(compiles.most_common()), "traced": dict(traces.most_common()),
         "seconds": {k.rsplit("/", 1)[-1]: round(v, 4) for k, v in seconds.items()},
+        "imported": [m for m in HEAVY if m in sys.modules],
     }
 
 

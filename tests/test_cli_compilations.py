@@ -97,3 +97,17 @@ def test_second_process_traces_no_model_function(tmp_path):
     assert not second["traced"] and second["compilations"] == 0, second
     assert (cache / "exported").is_dir() and any((cache / "exported").iterdir())
     assert any((cache / "compiled").iterdir())
+
+
+def test_second_sweep_process_traces_no_program_and_imports_no_special_functions(tmp_path):
+    """A warm sweep loads its simulator and evaluators without working out their argument
+    shapes (tracing the simulator, which imports ``jax.scipy.stats``: 0.3 s) and reads its
+    t quantiles from the cache folder (``scipy.special``: 0.17 CPU-s)."""
+    cache = tmp_path / "cache"
+    args = ["simulate", "--n", "200", "--reps", "3", "--methods", "j", "--format", "json"]
+    first = _probe(args, cache, tmp_path)
+    second = _probe(args, cache, tmp_path)
+    assert "jax.scipy.stats" in first["imported"] and "scipy.special" in first["imported"]  # (control)
+    assert not {n for n in second["traced"] if "sweep" in n or "simulate" in n}, second["traced"]
+    assert not {n for n in second["compiled"] if "sweep" in n or "keys" in n}, second["compiled"]
+    assert "jax.scipy.stats" not in second["imported"] and "scipy.special" not in second["imported"], second

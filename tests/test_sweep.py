@@ -342,3 +342,30 @@ def test_t_quantile_is_scipy_stats_bit_for_bit():
             assert _t_crit(level, dof) == float(t.ppf(0.5 + level / 2.0, dof))
             assert _t_crit(level, dof) != float(ndtri(0.5 + level / 2.0))
     assert math.isnan(_t_crit(0.95, 0))
+
+
+def test_t_quantiles_remembered_in_the_cache_folder_are_the_same_bits(tmp_path, monkeypatch):
+    # A warm sweep reads its quantiles from the cache folder instead of importing
+    # scipy.special (0.17 CPU-s): the value read back must be the computed one, bit for bit,
+    # and a damaged file only means computing again.
+    from oscar_jax.runtime import cache
+    from oscar_jax.sweep import tables
+
+    monkeypatch.setitem(cache._state, "dir", tmp_path)
+    monkeypatch.setitem(cache._state, "pruned", True)
+    monkeypatch.setattr(cache, "_tables", {})
+    first = {(dof, level): tables._t_crit(level, dof) for dof in (2, 19, 1999) for level in (0.9, 0.95)}
+    stored = tmp_path / "values" / "t_quantiles.json"
+    assert len(json.loads(stored.read_text())) == 6
+
+    def refuse(*_):
+        raise AssertionError("computed again")
+
+    monkeypatch.setattr(tables, "_stdtrit", refuse)
+    monkeypatch.setattr(cache, "_tables", {})  # a new process: read from the file
+    for (dof, level), value in first.items():
+        assert tables._t_crit(level, dof) == value == float(t.ppf(0.5 + level / 2.0, dof))
+    stored.write_text("{not json", encoding="utf-8")
+    monkeypatch.setattr(cache, "_tables", {})
+    with pytest.raises(AssertionError, match="computed again"):  # (control: the file was what answered)
+        tables._t_crit(0.95, 19)

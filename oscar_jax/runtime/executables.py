@@ -147,11 +147,22 @@ def compile_and_store(exported, args, path: Path | None, options: dict | None = 
     base = path.stem.replace("-", "_")
     for name in (base, base + "_again"):
         before = getattr(_served, "count", 0)
-        compiled = jax.jit(_named(exported, name), compiler_options=options).lower(*args).compile()
+        with _not_in_jax_cache():
+            compiled = jax.jit(_named(exported, name), compiler_options=options).lower(*args).compile()
         if getattr(_served, "count", 0) == before:
             _store(compiled, path)
             break
     return compiled
+
+
+def _not_in_jax_cache():
+    """A context (this thread) in which JAX's own persistent cache writes nothing: the
+    program is stored here, and a second copy in JAX's cache cost a cold fit 0.07 s (JAX
+    pickles and compresses it) and doubled the disk used. (An entry written before this
+    change may still be served; ``compile_and_store`` handles that.)"""
+    from jax._src import config
+
+    return config.persistent_cache_min_compile_time_secs(float("inf"))
 
 
 def _store(compiled, path: Path) -> None:

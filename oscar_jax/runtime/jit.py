@@ -250,7 +250,8 @@ class _PersistentJit:
         else _FAILED."""
         fun = self._fun
         key_text = repr((f"{fun.__module__}.{fun.__qualname__}", key))
-        program = _stored(folder, self.__name__, key_text, lambda dyn: fun(**dyn, **static), (dynamic,), self._options)
+        program = _stored(folder, self.__name__, key_text, lambda dyn: fun(**dyn, **static), lambda: (dynamic,),
+                          self._options)
         return _FAILED if program is None else program
 
 
@@ -266,14 +267,14 @@ class _Exported:
         return compile_and_store(self._exported, args, self._path, self._options)
 
 
-def _stored(folder: Path, label: str, key_text: str, fun, args, options: dict | None):
-    """The stored executable of ``fun(*args)``, else its exported program (:class:`_Exported`,
-    exported now if absent), else None (``fun`` cannot be exported)."""
+def _stored(folder: Path, label: str, key_text: str, fun, args_of, options: dict | None):
+    """The stored executable of ``fun(*args_of())``, else its exported program
+    (:class:`_Exported`, exported now if absent), else None (``fun`` cannot be exported)."""
     path = executable_path(folder.parent, label, key_text, _environment_digest(), options)
     compiled = load_executable(path)
     if compiled is not None:
         return compiled
-    exp = _exported_in(folder, label, key_text, fun, args)
+    exp = _exported_in(folder, label, key_text, fun, args_of())
     return None if exp is None else _Exported(exp, path, options)
 
 
@@ -306,20 +307,24 @@ def _exported_in(folder: Path, label: str, key_text: str, fun, args):
     return exp
 
 
-def stored_program(label: str, key_text: str, fun, args, compiler_options: dict | None = None):
-    """The compiled program of ``fun(*args)``: its stored executable, else compiled from its
-    stored export (exported now if absent) and its executable stored; None when the cache is
-    off or ``fun`` cannot be exported (then compile ``fun`` as usual).
+def stored_program(label: str, key_text: str, fun, args_of, compiler_options: dict | None = None):
+    """The compiled program of ``fun(*args_of())``: its stored executable, else compiled from
+    its stored export (exported now if absent) and its executable stored; None when the
+    cache is off or ``fun`` cannot be exported (then compile ``fun`` as usual).
 
-    ``key_text`` must identify ``fun`` and every constant it closes over (its static
-    arguments); ``args`` may be arrays or ``jax.ShapeDtypeStruct``. Run the result on
-    arguments of the same shapes.
+    ``key_text`` must identify ``fun``, every constant it closes over (its static arguments)
+    and the shapes of its arguments: ``args_of`` (returning arrays or
+    ``jax.ShapeDtypeStruct``) is called only when the program has to be exported or
+    compiled, so a process that loads the executable never works out the shapes (the
+    sweep's evaluators take theirs from tracing the simulator, 0.15 s each). Run the
+    result on arguments of the same shapes.
     """
     folder = _folder()
     if folder is None or " at 0x" in key_text:
         return None
-    program = _stored(folder, label, key_text, fun, args, compiler_options)
-    return program.compile(*args) if isinstance(program, _Exported) else program
+    args_of = lru_cache(maxsize=1)(args_of)
+    program = _stored(folder, label, key_text, fun, args_of, compiler_options)
+    return program.compile(*args_of()) if isinstance(program, _Exported) else program
 
 
 def forget() -> None:

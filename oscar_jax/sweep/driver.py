@@ -12,7 +12,7 @@ import pandas as pd
 
 from ..runtime.batching import default_vmap_width, host_workers, run_in_order
 from ..infer.batch_fit import PROGRESS_CHUNK
-from ..runtime.lazy_jax import jax, jnp
+from ..runtime.lazy_jax import jax
 from ..runtime.progress import progress
 from ..runtime.sharding import place_for_mesh, replicate_mesh, to_host
 from ..simulate import TABLE_G1, SimParams, truth_of
@@ -175,20 +175,20 @@ def sweep(ns: Sequence[int] = DEFAULT_NS, reps: int = 100, methods: Sequence = D
         # programs come from the builder in order while earlier chunks run, and no setting
         # waits for the previous one's slowest method.
         for i, (s, g, g_pad, size, n_chunks, sim_prog, todo, fits) in enumerate(plan):
-            omega = (jnp.arange(g_pad) < g).astype(jnp.float64)
+            omega = (np.arange(g_pad) < g).astype(np.float64)
             t0 = time.perf_counter()
             sim, sim_compile = builder.get(sim_prog)
             sim_clock[i] = {"simulate_compile_s": sim_compile, "simulate_wait_s": time.perf_counter() - t0}
             for ci in range(n_chunks):
                 data = sim(place(replicate_keys(seed, s.n, ci * size, (ci + 1) * size), True),
-                           place((jnp.float64(s.c), jnp.float64(s.rho)), False))
+                           place((np.float64(s.c), np.float64(s.rho)), False))
                 for spec in todo:
                     t1 = time.perf_counter()
                     ev, compile_s = builder.get(fits[spec.name])
                     clock[i, spec.name]["wait_s"] += time.perf_counter() - t1
                     clock[i, spec.name]["compile_s"] += compile_s
-                    shared = (omega, truth.s, truth.kappa, truth.q, jnp.float64(spec.ridge),
-                              jnp.float64(spec.v_bound), jnp.float64(gtol))
+                    shared = (omega, truth.s, truth.kappa, truth.q, np.float64(spec.ridge),
+                              np.float64(spec.v_bound), np.float64(gtol))
                     yield partial(_run_chunk, (i, spec.name), min(size, reps - ci * size), ev, data,
                                   place(shared, False))
 

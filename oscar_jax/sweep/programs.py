@@ -99,13 +99,14 @@ def release_compiled() -> None:
     gc.collect()
 
 
-def _compile(prog: Program, fn, args, static: dict):
+def _compile(prog: Program, fn, args_of, static: dict):
     """Compile one program; with the compile cache on, a new process running the same sweep
-    loads its executable, neither tracing, lowering nor compiling it again (issue 16)."""
-    exe = stored_program(f"sweep_{prog.kind}", repr((fn.__qualname__, prog)), partial(fn, **static), args)
+    loads its executable, neither tracing, lowering nor compiling it again (issue 16).
+    ``prog`` fixes the shapes, so ``args_of()`` is called only to compile."""
+    exe = stored_program(f"sweep_{prog.kind}", repr((fn.__qualname__, prog)), partial(fn, **static), args_of)
     if exe is not None:
         return exe
-    return jax.jit(fn, static_argnames=tuple(static)).lower(*args, **static).compile()
+    return jax.jit(fn, static_argnames=tuple(static)).lower(*args_of(), **static).compile()
 
 
 def build(prog: Program):
@@ -124,25 +125,30 @@ def build(prog: Program):
     if prog.kind == "sim":
         static = dict(n_prompts=prog.n_prompts, n_prompts_pad=prog.n_prompts_pad, params=prog.params)
         if mesh is None:
-            exe = _compile(prog, simulate_batch, (keys, controls), static)
+            exe = _compile(prog, simulate_batch, lambda: (keys, controls), static)
         else:
             exe = replicate_sharded(simulate_batch, (0, None), mesh=mesh, **static).lower(keys, controls).compile()
     else:
-        c, k = prog.sizes
-        # Shapes of a padded batch; the values of c, ρ do not change them.
-        arrays = jax.eval_shape(partial(simulate_batch, n_prompts=prog.n_prompts_pad,
-                                        n_prompts_pad=prog.n_prompts_pad, params=prog.params), keys, controls)
-        f64 = jnp.float64
-        args = (arrays, jax.ShapeDtypeStruct((prog.n_prompts_pad,), f64), jax.ShapeDtypeStruct((c,), f64),
-                jax.ShapeDtypeStruct((k,), f64), jax.ShapeDtypeStruct((c, c), f64), scalar, scalar, scalar)
         static = dict(layout=prog.layout, n_clusters=prog.n_prompts_pad, max_iter=prog.max_iter,
                       vmap_width=prog.vmap_width)
         if mesh is None:
-            exe = _compile(prog, evaluate_batch, args, static)
+            exe = _compile(prog, evaluate_batch, partial(_fit_args, prog, keys, controls), static)
         else:
+            args = _fit_args(prog, keys, controls)
             exe = replicate_sharded(evaluate_batch, (0,) + (None,) * 7, mesh=mesh, **static).lower(*args).compile()
     _COMPILED[prog] = exe
     return exe, time.perf_counter() - t0
+
+
+def _fit_args(prog: Program, keys, controls) -> tuple:
+    """The argument shapes of a method's evaluator: a padded batch (the values of c, ρ do
+    not change its shapes), ω, the true s, κ and q, and three scalars."""
+    c, k = prog.sizes
+    arrays = jax.eval_shape(partial(simulate_batch, n_prompts=prog.n_prompts_pad,
+                                    n_prompts_pad=prog.n_prompts_pad, params=prog.params), keys, controls)
+    f64, scalar = jnp.float64, controls[0]
+    return (arrays, jax.ShapeDtypeStruct((prog.n_prompts_pad,), f64), jax.ShapeDtypeStruct((c,), f64),
+            jax.ShapeDtypeStruct((k,), f64), jax.ShapeDtypeStruct((c, c), f64), scalar, scalar, scalar)
 
 
 class Builder:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import partial
+from importlib.metadata import version
 from pathlib import Path
 from statistics import NormalDist
 
@@ -12,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from ..simulate import SimParams
+from ..runtime.cache import remembered
 from ..runtime.validate import OscarInputError
 from .metrics import CHECKS, METRICS
 from .settings import method_spec
@@ -23,10 +26,18 @@ BINARY_METRICS = ("top1",)  # 0/1 per replicate: proportions, with score interva
 
 def _t_crit(level: float, dof: int) -> float:
     """The t_{dof} quantile of an interval at ``level``: ``scipy.stats.t.ppf`` bit for bit,
-    from the special function it calls (``scipy.stats`` costs a sweep 0.3–0.5 s of imports)."""
+    from the special function it calls (``scipy.stats`` costs a sweep 0.3–0.5 s of imports),
+    remembered in the cache folder (``scipy.special`` alone costs 0.17 CPU-s)."""
+    if dof <= 0:
+        return float("nan")
+    p = 0.5 + level / 2.0
+    return remembered("t_quantiles", f"scipy {version('scipy')}: stdtrit({dof}, {p!r})", partial(_stdtrit, dof, p))
+
+
+def _stdtrit(dof: int, p: float) -> float:
     from scipy.special import stdtrit
 
-    return float(stdtrit(dof, 0.5 + level / 2.0)) if dof > 0 else float("nan")
+    return float(stdtrit(dof, p))
 
 
 def mc_summary(values: np.ndarray, level: float) -> tuple[float, float, float, float]:
