@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import contextlib
 import os
 import pickle
 import platform
@@ -158,11 +159,14 @@ def compile_and_store(exported, args, path: Path | None, options: dict | None = 
 def _not_in_jax_cache():
     """A context (this thread) in which JAX's own persistent cache writes nothing: the
     program is stored here, and a second copy in JAX's cache cost a cold fit 0.07 s (JAX
-    pickles and compresses it) and doubled the disk used. (An entry written before this
-    change may still be served; ``compile_and_store`` handles that.)"""
-    from jax._src import config
+    pickles and compresses it) and doubled the disk used. Where JAX has no such per-thread
+    setting it writes as before, and ``compile_and_store`` handles an entry it serves."""
+    try:
+        from jax._src import config
 
-    return config.persistent_cache_min_compile_time_secs(float("inf"))
+        return config.persistent_cache_min_compile_time_secs(float("inf"))
+    except (ImportError, AttributeError, TypeError):
+        return contextlib.nullcontext()
 
 
 def _store(compiled, path: Path) -> None:

@@ -180,7 +180,10 @@ def sweep(ns: Sequence[int] = DEFAULT_NS, reps: int = 100, methods: Sequence = D
             sim, sim_compile = builder.get(sim_prog)
             sim_clock[i] = {"simulate_compile_s": sim_compile, "simulate_wait_s": time.perf_counter() - t0}
             for ci in range(n_chunks):
-                data = sim(place(replicate_keys(seed, s.n, ci * size, (ci + 1) * size), True),
+                # (on the host: a program's output is committed to its device, and a program
+                # compiled for several devices refuses it; the keys are a few bytes)
+                keys = np.asarray(replicate_keys(seed, s.n, ci * size, (ci + 1) * size))
+                data = sim(place(keys, True),
                            place((np.float64(s.c), np.float64(s.rho)), False))
                 for spec in todo:
                     t1 = time.perf_counter()
