@@ -140,7 +140,8 @@ def test_a_fit_whose_last_steps_stay_in_float32_breaks_the_equality(design, monk
     np.testing.assert_allclose(np.asarray(fast.theta), plain.theta, rtol=0, atol=FIT_ATOL)
     real = fit_core_module.penalized_vgh
     monkeypatch.setattr(fit_core_module, "penalized_vgh",
-                        lambda arrays, stats, layout, ridge, low=False: real(arrays, stats, layout, ridge, low=True))
+                        lambda arrays, stats, layout, ridge, low=False, information=False:
+                        real(arrays, stats, layout, ridge, low=True, information=information))
     stuck = _zero_start_fit(grouped_design, "oscar")
     gap = float(np.max(np.abs(np.asarray(stuck.theta) - plain.theta)))
     assert not bool(stuck.converged) or gap > FIT_ATOL, gap

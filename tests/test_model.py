@@ -59,6 +59,27 @@ def test_chunked_assembly_equals_one_pass(small_design, model, monkeypatch):
         np.testing.assert_allclose(x, y, rtol=ASSEMBLY_RTOL, atol=1e-9)
 
 
+@pytest.mark.parametrize("model", ["oscar", "davidson+plf"])
+def test_evaluation_with_the_information_equals_the_two_evaluations(small_design, model):
+    # A small single fit's solver evaluates (L, ∇L, ∇²L) and the expected information in
+    # one pass batched over the two statistics (one copy of the derivative code in its
+    # program): each must be what its own evaluation gives, to rounding. Control: with γ
+    # learned the observed Hessian differs from the expected information (the residual term).
+    from oscar_jax.infer.derivatives import value_grad_hess_information
+
+    spec, _ = small_design.effective_spec(oj.parse_model(model))
+    layout = small_design.layout(spec)
+    arrays, stats = small_design.arrays, small_design.arrays.stats
+    theta = 0.3 * jax.random.normal(jax.random.PRNGKey(2), (layout.n_theta,))
+    both = jax.jit(lambda t: value_grad_hess_information(t, arrays, stats, layout))(theta)
+    apart = jax.jit(lambda t: value_grad_hess(t, arrays, stats, layout)
+                    + (expected_information(t, arrays, stats, layout),))(theta)
+    for x, y in zip(both, apart):
+        np.testing.assert_allclose(x, y, rtol=ASSEMBLY_RTOL, atol=1e-9)
+    if layout.structure.learn_gamma:
+        assert not np.allclose(both[2], both[3], rtol=1e-3)
+
+
 def test_cluster_scores_sum_to_gradient(small_design):
     layout = small_design.layout(oj.parse_model("oscar"))
     theta = 0.2 * jnp.ones(layout.n_theta)

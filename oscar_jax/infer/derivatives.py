@@ -37,6 +37,7 @@ __all__ = [
     "sum_tables",
     "theta_space",
     "value_grad_hess",
+    "value_grad_hess_information",
     "value_grad_hess_moments",
 ]
 
@@ -312,6 +313,20 @@ def value_grad_hess(theta, arrays: DesignArrays, stats, layout: Layout, low: boo
     float64 sums, accurate to ~1e-7 relative — for the solver's early iterations.
     """
     return _assemble(theta, arrays, stats, layout, low=low)
+
+
+def value_grad_hess_information(theta, arrays: DesignArrays, stats, layout: Layout):
+    """:func:`value_grad_hess` of a design without groups, and :func:`expected_information` at
+    the same θ: the per-cell derivatives batched over the two statistics (observed, expected),
+    so that a program holds one copy of them; the sums by parameter unbatched (a segment sum
+    with a batch axis loses its fast path: the evaluation 3× slower at 2·10³ cells)."""
+    P, Z, S = _columns(theta, arrays, layout), _rows(arrays.z), _rows(stats)
+    both = jnp.stack([jnp.stack(S), local_expected_stats(P, Z, S, layout)])
+    derivs = jax.vmap(lambda S: column_derivatives(P, Z, S, layout))(both)
+    tables = [sum_tables(jnp.sum(v), g, hc, arrays.a, arrays.b, arrays.k, layout, True, False)
+              for v, g, hc in [jax.tree_util.tree_map(lambda x, i=i: x[i], derivs) for i in range(2)]]
+    value, g, h = jax.vmap(lambda t: theta_space(t, layout))(jax.tree_util.tree_map(lambda *x: jnp.stack(x), *tables))
+    return value[0], g[0], h[0], h[1]
 
 
 def expected_information(theta, arrays: DesignArrays, stats, layout: Layout):

@@ -217,7 +217,7 @@ def lm_result(state: LMState, lo, hi, masks, tols) -> SolveResult:
 
 
 def lm_minimize(vgh, theta0, lo, hi, masks, tols, *, max_iter: int = 100, max_reject: int = 30,
-                vgh_low=None, switch_tol=None) -> SolveResult:
+                vgh_low=None, switch_tol=None, aux=None) -> SolveResult:
     """Minimize f with exact derivatives, phase by phase.
 
     Every trial point is evaluated with ``vgh`` (no separate value function), so that
@@ -236,11 +236,14 @@ def lm_minimize(vgh, theta0, lo, hi, masks, tols, *, max_iter: int = 100, max_re
         with it and leaves it for ``vgh`` for good once the last phase's projected gradient is
         ≤ ``switch_tol`` (or its noise stalls the gain test); convergence is only ever judged
         on ``vgh``, so the solution is that of ``vgh``.
+    aux : zeros shaped as vgh's auxiliary output, when the caller knows them (``()``: none);
+        None works them out by tracing ``vgh`` once more (a third of a small fit's tracing).
     """
     def step(state):
         return lm_step(state, vgh, lo, hi, masks, tols, max_iter=max_iter, max_reject=max_reject, vgh_low=vgh_low,
                        switch_tol=switch_tol)
 
-    aux = jax.tree_util.tree_map(jnp.zeros_like, jax.eval_shape(vgh, theta0)[3])
+    if aux is None:
+        aux = jax.tree_util.tree_map(jnp.zeros_like, jax.eval_shape(vgh, theta0)[3])
     return lm_result(iterate(step, lm_terminate, lm_init(theta0, lo, hi, low=vgh_low is not None, aux=aux)), lo, hi,
                      masks, tols)
