@@ -101,7 +101,7 @@ def test_second_process_traces_no_model_function(tmp_path):
 
 def test_second_sweep_process_traces_no_program_and_imports_no_special_functions(tmp_path):
     """A warm sweep loads its simulator and evaluators without working out their argument
-    shapes (tracing the simulator, which imports ``jax.scipy.stats``: 0.3 s) and reads its
+    shapes (tracing the simulator, 0.15 s a program, imports ``jax.scipy.stats``) and reads its
     t quantiles from the cache folder (``scipy.special``: 0.17 CPU-s)."""
     cache = tmp_path / "cache"
     args = ["simulate", "--n", "200", "--reps", "3", "--methods", "j", "--format", "json"]

@@ -65,7 +65,8 @@ def _keys(seed, n, start, count: int):
 
 
 # One stored program for every chunk of a sweep (chunks are equal), instead of six eager
-# operations per chunk, each a dispatch and a cache lookup (0.1 s of a warm small sweep).
+# operations per chunk, each a dispatch and a cache lookup (with ω and the scalar settings,
+# now host numpy: 0.06 s of a warm small sweep).
 _keys_jit = persistent_jit(_keys, static_argnames=("count",))
 
 
