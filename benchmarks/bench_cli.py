@@ -33,7 +33,9 @@ its wall time; best of N and median; the load average recorded:
 * warm ``oscar bootstrap DATA --replicates 500``; cold ``oscar fit`` (an empty compile cache
   per run) beside ``python -c "import numpy, pandas, jax"`` (the stack a fit loads);
 * the small Section 7 sweep, warm and cold, against ``benchmarks/scipy_sweep.py`` (numpy
-  generator and the fair baseline's fits for the same settings, fits only).
+  generator and the fair baseline's fits for the same settings, fits only); with
+  ``--full-study`` also the main + controls study (``oscar simulate --controls``) against
+  the same script for that study.
 
 Usage::
 
@@ -227,7 +229,7 @@ def _evalica_csv(src: Path, dest: Path) -> Path:
     return dest
 
 
-def versus_commands(files: dict[str, Path], work: Path) -> dict[str, tuple[list[str], str]]:
+def versus_commands(files: dict[str, Path], work: Path, full_study: bool = False) -> dict[str, tuple[list[str], str]]:
     """label → (argv, cache: 'warm' or 'cold'); the oscar console script is the installed one."""
     py, oscar = sys.executable, [sys.executable, "-c", "import sys; from oscar_jax.cli.main import main; "
                                                      "sys.exit(main())"]
@@ -243,6 +245,12 @@ def versus_commands(files: dict[str, Path], work: Path) -> dict[str, tuple[list[
     cmds[f"Small sweep: {SWEEP}"] = (sweep, "warm")
     cmds[f"Small sweep: cold {SWEEP}"] = (sweep, "cold")
     cmds[f"Small sweep: {SCIPY_SWEEP_LABEL}"] = ([py, str(SCIPY_SWEEP), "--n", "1000,2500", "--reps", "20"], "warm")
+    if full_study:  # the main + controls study: ~70 s a round
+        study = oscar + ["simulate", "--controls", "--format", "json"]
+        cmds[f"Full study: {FULL}"] = (study, "warm")
+        cmds[f"Full study: cold {FULL}"] = (study, "cold")
+        cmds[f"Full study: {SCIPY_FULL_LABEL}"] = ([py, str(SCIPY_SWEEP), "--n", "1000,2500,5000,10000", "--reps", "100",
+                                                   "--methods", "j,j+p,j+l,j+f,oscar", "--controls"], "warm")
     for name, path in files.items():
         csv = _evalica_csv(path, work / (path.stem + ".csv"))
         cmds[f"{name}: oscar fit --model oscar --format json"] = (
@@ -258,9 +266,10 @@ def versus_commands(files: dict[str, Path], work: Path) -> dict[str, tuple[list[
     return cmds
 
 
-def versus(files: dict[str, Path], rounds: int, work: Path, only: tuple[str, ...] = ()) -> list[dict]:
+def versus(files: dict[str, Path], rounds: int, work: Path, only: tuple[str, ...] = (),
+           full_study: bool = False) -> list[dict]:
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "oscar_jax")], check=True)
-    cmds = {label: c for label, c in versus_commands(files, work).items()
+    cmds = {label: c for label, c in versus_commands(files, work, full_study).items()
             if not only or any(o in label for o in only)}
     warm_env = _env(work / "cache")
     for argv, kind in cmds.values():  # fill the warm cache (untimed)
@@ -303,10 +312,14 @@ def demo_rows(rounds: int, work: Path) -> list[str]:
 
 SWEEP = "oscar simulate --n 1000,2500 --reps 20 --methods j,oscar"
 SCIPY_SWEEP_LABEL = "scipy sweep script, same settings, fits only"
+FULL = "oscar simulate --controls (main + controls, 2,600 fits)"
+SCIPY_FULL_LABEL = "scipy sweep script, same study, fits only"
 VERSUS_PAIRS = (("oscar fit --model oscar --format json", "scipy script, same model", 1.5),
                 ("oscar fit --model bt --format csv", "evalica CLI, Bradley-Terry", 1.0),
                 (SWEEP, SCIPY_SWEEP_LABEL, 0.5),
-                (f"cold {SWEEP}", SCIPY_SWEEP_LABEL, 0.5))
+                (f"cold {SWEEP}", SCIPY_SWEEP_LABEL, 0.5),
+                (FULL, SCIPY_FULL_LABEL, 3.0),
+                (f"cold {FULL}", SCIPY_FULL_LABEL, 1.0))
 
 
 def versus_markdown(rows: list[dict], rounds: int, load: tuple, wall: float) -> str:
@@ -356,6 +369,8 @@ def main(argv=None) -> dict:
     parser.add_argument("--out", type=Path, default=None, help="default results/cli.md (--versus: cli_versus.md)")
     parser.add_argument("--versus", action="store_true", help="whole processes against the fair alternatives")
     parser.add_argument("--demo", action="store_true", help="with --versus: also time cold `oscar demo` to its first output")
+    parser.add_argument("--full-study", action="store_true",
+                        help="with --versus: also the main + controls study against the scipy sweep (~70 s a round)")
     args = parser.parse_args(argv)
     if args.out is None:
         args.out = ROOT / "benchmarks" / "results" / ("cli_versus.md" if args.versus else "cli.md")
@@ -376,7 +391,7 @@ def main(argv=None) -> dict:
     load0 = os.getloadavg()[0]
     if args.versus:
         with tempfile.TemporaryDirectory(prefix="oscar_bench_vs_") as tmp:
-            rows = versus(files, args.rounds or 5, Path(tmp), only)
+            rows = versus(files, args.rounds or 5, Path(tmp), only, args.full_study)
             extra = demo_rows(args.rounds or 5, Path(tmp)) if args.demo else []
         text = versus_markdown(rows, args.rounds or 5, (load0, os.getloadavg()[0]), time.perf_counter() - t0)
         text += "\n".join(extra) + ("\n" if extra else "")
