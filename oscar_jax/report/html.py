@@ -27,6 +27,7 @@ from ..io.names import visible
 from ..results.boards import ELO_BASE, ELO_SLOPE
 from ..results.fit import FitResult
 from ..results.schema import CI_LABELS
+from ..runtime.validate import atomic_write_text
 from .text import check_verdict, data_line, reference_line
 
 __all__ = ["public_command", "public_path", "public_paths", "report_html", "versions", "write_report"]
@@ -327,10 +328,4 @@ def report_html(result: FitResult, *, ci: str = "sandwich", j_fit: FitResult | N
 
 def write_report(path, result: FitResult, **kwargs) -> Path:
     """Write :func:`report_html` to ``path`` (via a temporary file, so a failed run leaves no half page)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    text = report_html(result, **kwargs)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
-    return path
+    return atomic_write_text(path, report_html(result, **kwargs))

@@ -182,14 +182,13 @@ def remembered(name: str, key: str, compute) -> float:
         table = _tables[path]
         if isinstance(table.get(key), float):
             return table[key]
+    from .validate import atomic_write_text  # (here: ``import oscar_jax`` loads this module)
+
     value = float(compute())
     with _lock:
         table[key] = value
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
-            tmp.write_text(json.dumps(table), encoding="utf-8")
-            os.replace(tmp, path)
+            atomic_write_text(path, json.dumps(table))
         except OSError:
             pass
     return value

@@ -30,6 +30,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from .lazy_jax import jax
+from .validate import atomic_write
 
 __all__ = ["compile_and_store", "executable_path", "load_executable"]
 
@@ -174,10 +175,7 @@ def _store(compiled, path: Path) -> None:
         from jax.experimental import serialize_executable
 
         blob = pickle.dumps(serialize_executable.serialize(compiled))
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
-        tmp.write_bytes(blob)
-        os.replace(tmp, path)
+        atomic_write(path, lambda tmp: tmp.write_bytes(blob))
         _STORED_HERE.add(path)
     except Exception:  # noqa: BLE001 (an executable that cannot be serialized, a read-only folder)
         pass

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import hashlib
 import inspect
-import os
 import threading
 import weakref
 from concurrent.futures import Future
@@ -31,6 +30,7 @@ from .batching import ahead_pool
 from .executables import compile_and_store, executable_path, load_executable
 from .lazy_jax import jax, when_loaded
 from .progress import compiling
+from .validate import atomic_write
 
 __all__ = ["RUN_ONCE", "forget", "persistent_jit", "register_pytree_names", "stored_program"]
 
@@ -298,10 +298,7 @@ def _exported_in(folder: Path, label: str, key_text: str, fun, args):
     except Exception:  # a callback or another construct export cannot store
         return None
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
-        tmp.write_bytes(blob)
-        os.replace(tmp, path)
+        atomic_write(path, lambda tmp: tmp.write_bytes(blob))
     except OSError:
         pass
     return exp
