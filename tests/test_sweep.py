@@ -354,6 +354,7 @@ def test_t_quantiles_remembered_in_the_cache_folder_are_the_same_bits(tmp_path, 
     monkeypatch.setitem(cache._state, "dir", tmp_path)
     monkeypatch.setitem(cache._state, "pruned", True)
     monkeypatch.setattr(cache, "_tables", {})
+    tables._t_crit.cache_clear()  # (values other tests computed without a cache folder)
     first = {(dof, level): tables._t_crit(level, dof) for dof in (2, 19, 1999) for level in (0.9, 0.95)}
     stored = tmp_path / "values" / "t_quantiles.json"
     assert len(json.loads(stored.read_text())) == 6
@@ -363,9 +364,11 @@ def test_t_quantiles_remembered_in_the_cache_folder_are_the_same_bits(tmp_path, 
 
     monkeypatch.setattr(tables, "_stdtrit", refuse)
     monkeypatch.setattr(cache, "_tables", {})  # a new process: read from the file
+    tables._t_crit.cache_clear()
     for (dof, level), value in first.items():
         assert tables._t_crit(level, dof) == value == float(t.ppf(0.5 + level / 2.0, dof))
     stored.write_text("{not json", encoding="utf-8")
     monkeypatch.setattr(cache, "_tables", {})
+    tables._t_crit.cache_clear()
     with pytest.raises(AssertionError, match="computed again"):  # (control: the file was what answered)
         tables._t_crit(0.95, 19)

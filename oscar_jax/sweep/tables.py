@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from functools import partial
+from functools import lru_cache, partial
 from importlib.metadata import version
 from pathlib import Path
 from statistics import NormalDist
@@ -24,10 +24,13 @@ __all__ = ["BINARY_METRICS", "SweepResult", "mc_summary", "paired_proportion_int
 BINARY_METRICS = ("top1",)  # 0/1 per replicate: proportions, with score intervals
 
 
+@lru_cache(maxsize=None)
 def _t_crit(level: float, dof: int) -> float:
     """The t_{dof} quantile of an interval at ``level``: ``scipy.stats.t.ppf`` bit for bit,
     from the special function it calls (``scipy.stats`` costs a sweep 0.3–0.5 s of imports),
-    remembered in the cache folder (``scipy.special`` alone costs 0.17 CPU-s)."""
+    remembered in the cache folder (``scipy.special`` alone costs 0.17 CPU-s). Once per
+    (level, dof) in a process: a table asks for each row, and scipy's version (the key)
+    costs 2 ms to look up."""
     if dof <= 0:
         return float("nan")
     p = 0.5 + level / 2.0
