@@ -160,8 +160,9 @@ def compile_and_store(exported, args, path: Path | None, options: dict | None = 
 def _not_in_jax_cache():
     """A context (this thread) in which JAX's own persistent cache writes nothing: the
     program is stored here, and a second copy in JAX's cache doubled the disk used and cost
-    a cold fit the pickling and compressing of each program (0.04–0.07 s in a profile). Where JAX has no such per-thread
-    setting it writes as before, and ``compile_and_store`` handles an entry it serves."""
+    a cold fit the pickling and compressing of each program (0.04–0.07 s in a profile).
+    Where JAX has no such per-thread setting it writes as before, and ``compile_and_store``
+    handles an entry it serves."""
     try:
         from jax._src import config
 
