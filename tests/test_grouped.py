@@ -95,7 +95,7 @@ def test_low_precision_pass_is_float32_and_close(design):
     lo = jax.jit(lambda t: value_grad_hess(t, g, rows, layout, low=True))(theta)
     for a, b in zip(lo, hi):
         err = float(jnp.max(jnp.abs(a - b)) / jnp.max(jnp.abs(b)))
-        assert 1e-13 < err < 1e-6, err  # float32 arithmetic (not float64), summed in float64
+        assert 1e-13 < err < 1e-6, err  # float32 arithmetic and group sums (not float64): ≤ 3.6e-7 measured
 
 
 @pytest.mark.parametrize("model", ["oscar", "j+p"])

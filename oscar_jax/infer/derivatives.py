@@ -106,14 +106,12 @@ def _tables(theta, arrays, stats, layout, with_hess=True, expected=False, by_col
 def sum_tables(value, grads, hc, a, b, k, layout, with_hess, by_column):
     """(Σℓ, and per-cell or per-group derivatives summed into the parameter tables).
 
-    Every record touches two candidate slots (s_a, s_b) and judge k's slots, and its
-    Hessian is given by its distinct entries (:class:`~oscar_jax.model.likelihood.HessianCells`):
-    ∂²/∂d² goes to (a, a), (b, b) and −(a, b); ∂²/∂d∂φ_j to (a, k's slot j) and
-    −(b, k's slot j); the judge-slot pairs to judge k's block. The candidate statistics
-    are stacked once and summed by (a, k) and by (b, k) (the candidate sums are then sums
-    of these small C·K tables), the judge statistics by k, ∂²/∂d² by (a, b): with one cell
-    per record every extra pass over the records (a concatenation, a transpose, a separate
-    sum) cost as much as a segment sum.
+    Every record touches two candidate slots (s_a, s_b) and judge k's slots; its Hessian is
+    given by its distinct entries (:class:`~oscar_jax.model.likelihood.HessianCells`):
+    ∂²/∂d² goes to (a, a), (b, b) and −(a, b); ∂²/∂d∂φ_j to (a, k's slot j) and −(b, k's
+    slot j); the judge-slot pairs to judge k's block. The candidate statistics are stacked
+    once and summed by (a, k) and by (b, k), the judge statistics by k, ∂²/∂d² by (a, b):
+    with one cell per record every extra pass over the records cost as much as a segment sum.
     """
     c, k_n = layout.n_cand, layout.n_judge
     seg = jax.ops.segment_sum
@@ -138,10 +136,9 @@ def sum_tables(value, grads, hc, a, b, k, layout, with_hess, by_column):
 def _chunked_tables(theta, arrays, stats, layout, with_hess=True, expected=False, low=False):
     """:func:`_tables` of all cells, CHUNK cells at a time beyond one chunk.
 
-    The chunks are summed in a ``lax.scan``, so the per-record work arrays (a few dozen
-    numbers per record) stay at CHUNK records whatever N, which bounds the memory of a fit
-    with one cell per record. Padding cells carry zero statistics, so they add exact zeros.
-    A design with groups (``arrays.group_cell``) takes :func:`_grouped_tables` instead.
+    The chunks are summed in a ``lax.scan``, so the per-record work arrays stay at CHUNK
+    records whatever N (the memory of a fit with one cell per record). Padding cells carry
+    zero statistics: exact zeros. A grouped design takes :func:`_grouped_tables` instead.
     """
     if arrays.group_cell is not None:
         return _grouped_tables(theta, arrays, stats, layout, with_hess, expected, low)[0]
@@ -204,8 +201,8 @@ def group_moments(P, Zc, arrays, rows: GroupedCells, layout, with_hess, expected
     One pass over the cells, CHUNK at a time: each cell's η from its group's η_0 and slopes
     (:func:`~oscar_jax.model.grouped.group_eta`), ψ's derivatives and the moments, added
     into per-group sums carried by a ``lax.scan`` (in place; no per-chunk tables). ``low``:
-    the per-cell arithmetic in float32, the sums in float64 — for the solver's early
-    iterations only. ``record(η, τ, stats rows, zv)`` replaces
+    the arithmetic and group sums in P's float32, Σψ in float64 (early iterations only).
+    ``record(η, τ, stats rows, zv)`` replaces
     :func:`~oscar_jax.model.grouped.record_moments` (a scalar per cell, summed over all
     cells, and the rows summed by group).
     """
@@ -222,10 +219,9 @@ def group_moments(P, Zc, arrays, rows: GroupedCells, layout, with_hess, expected
         take = lambda x: jax.lax.dynamic_slice_in_dim(x, lo, size)  # noqa: E731
         g = take(cg)
         # One transpose of the chunk's record-major block into contiguous rows: a column read
-        # straight out of an (N, m) array in every fusion that uses it cost as much as the
-        # arithmetic, and a copy of the columns for the whole fit 24 bytes a cell (the fit at
-        # 10⁷ cells: 99 against ~123 bytes a cell over the raw columns; the pass ~10-20 %
-        # slower). wt enters only the Davidson loss and the expected statistics.
+        # out of an (N, m) array in every fusion cost as much as the arithmetic; a transposed
+        # copy for the whole fit, 24 bytes a cell (~123 instead of 99 at 10⁷), saved 10-20 %.
+        # wt enters only the Davidson loss and the expected statistics.
         zt, st = jax.lax.optimization_barrier((take(rows.z).T, take(rows.stats).T))
         zv = [zt[j].astype(dt) for j in record_covariates(zt.shape[0])]
         S = [st[0].astype(dt), st[1].astype(dt), st[2].astype(dt) if davidson or expected else None]
@@ -239,7 +235,7 @@ def group_moments(P, Zc, arrays, rows: GroupedCells, layout, with_hess, expected
             value, mom = record_moments(eta, tau, S, zv, davidson, with_hess)
         else:
             value, mom = record(eta, tau, S, zv)
-        return g, jnp.sum(value.astype(acc_dt)), [r.astype(acc_dt) for r in mom]
+        return g, jnp.sum(value.astype(acc_dt)), mom
 
     def add(acc, lo, size):
         g, value, mom = moments(lo, size)
@@ -247,7 +243,7 @@ def group_moments(P, Zc, arrays, rows: GroupedCells, layout, with_hess, expected
 
     n_full, rest = divmod(n, CHUNK)
     n_mom = len(jax.eval_shape(lambda: moments(0, min(n, CHUNK))[2]))
-    acc = (jnp.zeros((), acc_dt), [jnp.zeros(n_g, acc_dt) for _ in range(n_mom)])
+    acc = (jnp.zeros((), acc_dt), [jnp.zeros(n_g, dt) for _ in range(n_mom)])
     if n_full:
         acc = jax.lax.scan(lambda a, i: (add(a, i * CHUNK, CHUNK), None), acc, jnp.arange(n_full))[0]
     if rest:  # the last, shorter chunk: its own static shape (no padded copy of the data)
@@ -258,14 +254,19 @@ def group_moments(P, Zc, arrays, rows: GroupedCells, layout, with_hess, expected
 def _grouped_tables(theta, arrays, stats, layout, with_hess=True, expected=False, low=False, moments=None):
     """:func:`_tables` of a grouped design: record moments per group, the chain rule per group.
 
-    Also returns the (value, moments) it used; ``moments`` given: no pass over the cells."""
+    Also returns the (value, moments) it used; ``moments`` given: no pass over the cells.
+    ``low``: the pass, group sums and chain rule in float32, tables and moments returned in
+    float64 (float32 arithmetic with float64 group sums saved 1–3 % of an evaluation)."""
     rows = grouped_cells(arrays, stats)
     P, Zc = group_params(theta, rows, layout), list(rows.group_z)
+    if low:
+        P, Zc = [p.astype(jnp.float32) for p in P], [z.astype(jnp.float32) for z in Zc]
     if moments is None:
         moments = group_moments(P, Zc, arrays, rows, layout, with_hess, expected, low)
     value, mom = moments
     grads, hc = group_derivatives(P, Zc, mom, layout, with_hess=with_hess)
-    return sum_tables(value, grads, hc, *rows.group_abk, layout, with_hess, by_column=False), moments
+    tables = sum_tables(value, grads, hc, *rows.group_abk, layout, with_hess, by_column=False)
+    return jax.tree_util.tree_map(lambda x: x.astype(rows.stats.dtype), (tables, moments))
 
 
 def _assemble(theta, arrays, stats, layout, with_hess=True, expected=False, low=False):
@@ -309,9 +310,8 @@ def theta_space(tables, layout, with_hess=True):
 def value_grad_hess(theta, arrays: DesignArrays, stats, layout: Layout, low: bool = False):
     """(L, ∇L, ∇²L) of the unpenalized loss in θ; the Hessian is exact (observed).
 
-    ``low`` (static; grouped designs only): the per-record arithmetic in float32 with
-    float64 sums, accurate to ~1e-7 relative — for the solver's early iterations.
-    """
+    ``low`` (static; grouped designs only): float32 arithmetic (:func:`_grouped_tables`),
+    accurate to ~1e-6 relative — for the solver's early iterations."""
     return _assemble(theta, arrays, stats, layout, low=low)
 
 
