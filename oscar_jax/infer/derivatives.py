@@ -195,13 +195,13 @@ def group_params(theta, rows: GroupedCells, layout):
     return [phi[ga], phi[gb]] + [phi[judge[:, j]][gk] for j in range(judge.shape[1])]
 
 
-def group_moments(P, Zc, arrays, rows: GroupedCells, layout, with_hess, expected, low, record=None):
+def group_moments(P, Zc, arrays, rows: GroupedCells, layout, with_hess, expected, record=None):
     """(Σψ over all cells, each group's sums of :func:`~oscar_jax.model.grouped.record_moments`).
 
     One pass over the cells, CHUNK at a time: each cell's η from its group's η_0 and slopes
     (:func:`~oscar_jax.model.grouped.group_eta`), ψ's derivatives and the moments, added
-    into per-group sums carried by a ``lax.scan`` (in place; no per-chunk tables). ``low``:
-    the arithmetic and group sums in P's float32, Σψ in float64 (early iterations only).
+    into per-group sums carried by a ``lax.scan`` (in place; no per-chunk tables), in P's
+    dtype (float32 for the solver's early iterations), Σψ in float64.
     ``record(η, τ, stats rows, zv)`` replaces
     :func:`~oscar_jax.model.grouped.record_moments` (a scalar per cell, summed over all
     cells, and the rows summed by group).
@@ -210,10 +210,8 @@ def group_moments(P, Zc, arrays, rows: GroupedCells, layout, with_hess, expected
     cg = arrays.cell_group
     n_g, n = arrays.group_cell.shape[0], cg.shape[0]
     eta0, slopes = group_eta(P, Zc, layout)
-    acc_dt = rows.stats.dtype
-    dt = jnp.float32 if low else acc_dt
-    eta0, slopes = eta0.astype(dt), [x.astype(dt) for x in slopes]
-    tau_g = P[-1].astype(dt) if davidson else None
+    acc_dt, dt = rows.stats.dtype, P[0].dtype
+    tau_g = P[-1] if davidson else None
 
     def moments(lo, size):
         take = lambda x: jax.lax.dynamic_slice_in_dim(x, lo, size)  # noqa: E731
@@ -262,7 +260,7 @@ def _grouped_tables(theta, arrays, stats, layout, with_hess=True, expected=False
     if low:
         P, Zc = [p.astype(jnp.float32) for p in P], [z.astype(jnp.float32) for z in Zc]
     if moments is None:
-        moments = group_moments(P, Zc, arrays, rows, layout, with_hess, expected, low)
+        moments = group_moments(P, Zc, arrays, rows, layout, with_hess, expected)
     value, mom = moments
     grads, hc = group_derivatives(P, Zc, mom, layout, with_hess=with_hess)
     tables = sum_tables(value, grads, hc, *rows.group_abk, layout, with_hess, by_column=False)

@@ -338,7 +338,7 @@ def grouped_weighted_sums(theta, arrays: DesignArrays, stats, layout: Layout, pe
         zt = [jnp.ones_like(eta)] + list(zv)
         return s_, [d * zt[a] for a in range(q)] + [m * zt[a] * zt[b] for a, b in moment_pairs(q)]
 
-    value, mom = group_moments(P, Zc, arrays, rows, layout, True, False, False, record=record)
+    value, mom = group_moments(P, Zc, arrays, rows, layout, True, False, record=record)
     abk = rows.group_abk
     zero = [jnp.zeros_like(x) for x in mom[:q]]
     grads, hc = group_derivatives(P, Zc, zero + list(mom[q:]), layout)
