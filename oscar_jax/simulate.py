@@ -25,10 +25,9 @@ judges, other values). :func:`simulate` returns design arrays with one cell per 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
-import pandas as pd
 
 from .model.design import Design, DesignArrays, build_design
 from .model.likelihood import local_prob
@@ -36,6 +35,9 @@ from .model.params import Layout
 from .model.links import marginal_win_prob
 from .model.spec import ModelSpec, parse_model
 from .runtime.lazy_jax import jax, jnp
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["SimParams", "SimTruth", "SimData", "copula_verdicts", "family_map_of", "generating_prob", "record_arrays",
            "simulate", "simulate_design", "simulate_frame", "TABLE_G1"]
@@ -279,6 +281,8 @@ def simulate_frame(seed: int = 0, n_prompts: int = 2000, params: SimParams = TAB
     the generator's L_g; the design then rescales by the sample s_L, as it would for real
     data. Use :func:`simulate` for the exact Appendix G covariate.
     """
+    import pandas as pd
+
     from .runtime.validate import check_positive_int, check_seed
 
     # Checked here, not in the jitted generator: a negative count would end in a JAX shape error.

@@ -167,26 +167,29 @@ def test_bench_processes_agreement_metric():
 
 
 def test_floors_study_arithmetic():
-    """The floor tables: 'none' where the terms besides the record passes already exceed the
-    goal, else the time per record and evaluation that would fit; the sweep's floor is CPU ÷ cores."""
+    """The floors table: the fit's floor is evaluations × the cheaper evaluation, set against
+    scipy ÷ 5; a process goal is "out of reach" only where its floor exceeds its budget."""
     from benchmarks.studies import floors
 
-    base = dict(dim_theta=128, fit_ms=20.0, evaluations=10, pass_ms=1.0, newton_ms=0.1, spectra_ms=2.0, info_ms=1.0)
-    fits = [dict(base, n=10_000, scipy_ms=30.0),      # goal 3 ms < 10·0.1 + 2 + 1 = 4 ms
-            dict(base, n=100_000, scipy_ms=240.0),    # (24 − 4) ms over 10 passes of 10⁵ records: 20 ns
-            dict(base, n=1_000_000, scipy_ms=float("nan"))]  # (500 − 4) ms over 10 passes of 10⁶: 50 ns
-    run = dict(fit_programs=10, sim_programs=4)
-    sweep = {"cold": dict(run, wall_s=30.0, cpu_s=52.0), "warm": dict(run, wall_s=6.0, cpu_s=10.0), "scipy_s": 15.0}
-    text = floors.report(fits, sweep, cores=2, load=(0.5, 0.5))
+    fits = [dict(n=100_000, grouped=True, evaluations=9, starts_run=1, fit_ms=27.0, scipy_ms=85.0, low_ms=2.5,
+                 full_ms=3.0)]  # floor 9 × 2.5 = 22.5 ms against a budget of 17 ms
+    proc = {name: dict(cpu=cpu, cpu_med=cpu, wall=wall, wall_med=wall, codes=[0]) for name, cpu, wall in (
+        ("python -c pass", 0.02, 0.02), ("import numpy, pandas", 0.28, 0.28), ("import numpy, jax", 0.48, 0.48),
+        ("import numpy, pandas, jax", 0.70, 0.70), ("scipy script, same model", 0.30, 0.30),
+        ("warm oscar fit --model oscar", 0.90, 0.90), ("oscar fit, a bad label (exit 2)", 0.31, 0.31),
+        ("scipy sweep", 0.50, 0.50), ("warm oscar simulate", 0.98, 0.90), ("cold oscar simulate", 10.98, 7.0))}
+    procs = dict(proc, load_start=0.5, load_end=0.5, sweep_programs=5, loads_s=0.2, sweep_call_s=0.45)
+    text = floors.report(fits, procs, cores=2, load=(0.5, 0.5))
     rows = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[1:-1]]
-            for line in text.splitlines() if line.startswith("| ") and not line.startswith("| N ")}
-    assert rows["10,000"][-1] == "none" and rows["10,000"][-2] == "3.0"
-    assert rows["100,000"][-1] == "20"
-    assert rows["1,000,000"][-1] == "50" and rows["1,000,000"][-2] == "500.0"
-    assert rows["warm"][3:5] == ["5.0", "3.00×"]           # floor 10 CPU-s ÷ 2 cores; 15 s ÷ 5 s
-    assert rows["cold"][3] == "26.0"
-    # one evaluator per method: warm CPU + 5 × (52 − 10) ÷ 14 programs = 25 CPU-s → 12.5 s
-    assert [r for k, r in rows.items() if k.startswith("cold, one")][0][3] == "12.5"
+            for line in text.splitlines() if line.startswith("| ")}
+    assert rows["100,000"][4] == "22.5" and rows["100,000"][7] == "17.0"
+    assert rows["100,000"][8:] == ["3.15×", "3.78×"]
+    verdict = {k: r[-1] for k, r in rows.items() if k.startswith(("warm `oscar fit`", "a bad", "warm small", "cold small"))}
+    assert verdict["warm `oscar fit` ≥ 1.5× the same-model scipy script (CPU)"].startswith("out of reach")  # 0.48 > 0.2
+    assert verdict["a bad label's error ≤ 0.3 s (wall)"].startswith("not met; 0.02 s")       # 0.28 under 0.3
+    assert verdict["warm small sweep ≥ 0.5× the scipy sweep (CPU)"] == "met"                  # 0.98 ≤ 1.0
+    # cold: 0.48 + (10.98 − 0.98) ÷ 5 programs = 2.48 > 1.0
+    assert verdict["cold small sweep ≥ 0.5× the scipy sweep (CPU)"].startswith("out of reach")
 
 
 def test_bench_io_quick(tmp_path, capsys):

@@ -295,7 +295,7 @@ def _stored_sweep(reps: int | None = None):
     if reps is not None:
         per = per[per.rep < reps].reset_index(drop=True)
     n_reps = int(per.rep.max()) + 1
-    return SweepResult(replicates=per, seed=0, reps=n_reps, params=SimParams(), methods=tuple(pd.unique(per.method)))
+    return SweepResult.from_frame(per, seed=0, reps=n_reps, params=SimParams(), methods=tuple(pd.unique(per.method)))
 
 
 def _section7(res):
@@ -319,4 +319,4 @@ def test_section7_flags_clusters_ignored_in_the_sandwich(reps):
     # model-based covariance, which treats records as independent.
     per = res.replicates.copy()
     per["coverage_cluster"] = per["coverage_model"]
-    assert _section7(replace(res, replicates=per))[key] == rc.VERDICT_DIFFERS
+    assert _section7(replace(res, columns={c: per[c].to_numpy() for c in per.columns}))[key] == rc.VERDICT_DIFFERS

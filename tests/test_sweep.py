@@ -188,7 +188,7 @@ def _synthetic(values_a, values_b, ok_a, ok_b):
             row.update({m: v for m in METRICS})
             row.update({chk: (not good) if chk == "at_bound" else True for chk in CHECKS})
             rows.append(row)
-    return SweepResult(replicates=pd.DataFrame(rows), seed=0, reps=len(values_a), params=TABLE_G1,
+    return SweepResult.from_frame(pd.DataFrame(rows), seed=0, reps=len(values_a), params=TABLE_G1,
                        methods=("A", "B"))
 
 
@@ -372,3 +372,39 @@ def test_t_quantiles_remembered_in_the_cache_folder_are_the_same_bits(tmp_path, 
     tables._t_crit.cache_clear()
     with pytest.raises(AssertionError, match="computed again"):  # (control: the file was what answered)
         tables._t_crit(0.95, 19)
+
+
+def test_the_generating_truth_remembered_in_the_cache_folder_is_the_same_bits(tmp_path, monkeypatch):
+    # A warm sweep reads the generating truth (s*, γ*, κ*, q*, the biases) that eager JAX
+    # computed in an earlier process (0.07 CPU-s): read back, every array is the computed
+    # one bit for bit (the prompt-averaged q* included), and a damaged file means computing again.
+    import numpy as np
+
+    from oscar_jax.runtime import cache
+    from oscar_jax.simulate import SimParams, truth_of
+    from oscar_jax.sweep import driver
+
+    monkeypatch.setitem(cache._state, "dir", tmp_path)
+    monkeypatch.setitem(cache._state, "pruned", True)
+    monkeypatch.setattr(cache, "_tables", {})
+    params = (TABLE_G1, SimParams(prompt_candidate_sd=0.3))
+    direct = [truth_of(p) for p in params]
+    first = [driver._truth(p) for p in params]
+    assert len(json.loads((tmp_path / "values" / "sweep_truth.json").read_text())) == 2
+
+    def refuse(*_):
+        raise AssertionError("computed again")
+
+    monkeypatch.setattr(driver, "truth_of", refuse)
+    monkeypatch.setattr(cache, "_tables", {})  # a new process: read from the file
+    for p, d, f in zip(params, direct, first):
+        again = driver._truth(p)
+        for name in d._fields:
+            x = np.asarray(getattr(d, name))
+            assert getattr(again, name).dtype == np.float64 and getattr(again, name).shape == x.shape
+            assert np.array_equal(getattr(again, name).view(np.int64), x.astype(np.float64).view(np.int64))
+            assert np.array_equal(getattr(f, name), getattr(again, name))
+    (tmp_path / "values" / "sweep_truth.json").write_text("{not json", encoding="utf-8")
+    monkeypatch.setattr(cache, "_tables", {})
+    with pytest.raises(AssertionError, match="computed again"):  # (control: the file was what answered)
+        driver._truth(TABLE_G1)

@@ -22,11 +22,14 @@ import unicodedata
 from collections.abc import Sequence
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from ..runtime.validate import OscarInputError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["id_text", "is_text", "lookalike_key", "normal_names", "numbers", "prompt_key", "refuse_lookalikes",
            "visible"]
@@ -127,6 +130,8 @@ def prompt_key(value):
 
 def is_text(col: pd.Series) -> bool:
     """True for pandas' string dtypes (what every text reader returns)."""
+    import pandas as pd  # (the names' own rules, which the text tables use, run without it)
+
     return isinstance(col.dtype, pd.StringDtype)
 
 
@@ -136,6 +141,8 @@ def id_text(col: pd.Series) -> pd.Series:
     The text readers read every column as text, so this only converts typed sources
     (Parquet, JSON numbers, a DataFrame): one :func:`prompt_key` per *distinct* value.
     """
+    import pandas as pd
+
     if is_text(col):
         return col
     try:
@@ -172,4 +179,6 @@ def numbers(col: pd.Series) -> np.ndarray:
             return out
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, TypeError):
             pass
+    import pandas as pd
+
     return pd.to_numeric(col, errors="coerce").to_numpy(dtype=float)

@@ -7,12 +7,19 @@ One hash pass per column, no per-record Python: at 10⁷ records these are the d
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
 from ..runtime.lazy_jax import is_jax_array, jax
 
 __all__ = ["GROUP_MIN_CELLS", "adoptable", "aligned_empty", "code_cells", "record_stats", "refine_codes", "sorted_codes",
            "sums_by", "unique_inverse", "with_groups"]
+
+
+def _factorize(values, sort: bool = False):
+    """pandas' one-pass hash factorisation: (codes, uniques in order of first appearance).
+    Imported at first use: the sweep's compiled path never codes names and loads no pandas."""
+    import pandas as pd
+
+    return pd.factorize(values, sort=sort)
 
 
 def sorted_codes(codes, names) -> tuple[tuple[np.ndarray, ...], tuple[str, ...]]:
@@ -39,7 +46,7 @@ def code_cells(a, b, k, z, n_cand: int, n_judge: int, *, parts: int | None = Non
     (:func:`refine_codes`); a pandas MultiIndex over float columns cost ~1 s per million
     records. ``parts`` as in :func:`refine_codes`.
     """
-    group, keys = pd.factorize((a.astype(np.int64) * n_cand + b) * n_judge + k, sort=False)
+    group, keys = _factorize((a.astype(np.int64) * n_cand + b) * n_judge + k, sort=False)
     code = group
     for col in z:
         col = np.asarray(col, dtype=np.float64)
@@ -77,7 +84,7 @@ def refine_codes(code: np.ndarray, col: np.ndarray, *, parts: int | None = None)
         key = np.empty(n, dtype=np.complex128)
         key.real = code
         key.imag = col
-        return pd.factorize(key, sort=False)[0]
+        return _factorize(key, sort=False)[0]
     part = key_parts(code, col, parts)
     out = np.empty(n, dtype=np.int64)
     firsts = []
@@ -86,7 +93,7 @@ def refine_codes(code: np.ndarray, col: np.ndarray, *, parts: int | None = None)
         key = np.empty(len(rows), dtype=np.complex128)
         key.real = code[rows]
         key.imag = col[rows]
-        local = pd.factorize(key, sort=False)[0]
+        local = _factorize(key, sort=False)[0]
         del key
         at = np.empty(int(local.max()) + 1 if len(local) else 0, dtype=np.int64)
         at[local[::-1]] = rows[::-1]  # the last write wins: each key's first record
@@ -210,7 +217,7 @@ def with_groups(arrays, n_cand: int, n_judge: int, *, force: bool = False,
         return none
     if codes is None:
         a, b, k = (np.asarray(x, np.int64) for x in (arrays.a, arrays.b, arrays.k))
-        codes = pd.factorize((a * n_cand + b) * n_judge + k, sort=False)[0]
+        codes = _factorize((a * n_cand + b) * n_judge + k, sort=False)[0]
     n_g = int(codes.max()) + 1
     if not force and 2 * n_g > n:
         return none

@@ -11,13 +11,10 @@ fits keep the static shapes that ``vmap`` needs.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
-import pandas as pd
 
-from ..io.columns import LoadReport, check_canonical, name_codes, warn_case_variants
-from ..io.names import id_text, numbers
 from ..io.families import family_function
 from ..runtime.lazy_jax import jax, jnp
 from .cells import (GROUP_MIN_CELLS, adoptable, aligned_empty, code_cells, record_stats, sorted_codes, sums_by,
@@ -26,6 +23,11 @@ from .params import Layout
 from .record_checks import check_live, connected_or_raise, warn_dominant_length
 from .spec import ModelSpec
 from ..runtime.validate import OscarInputError, resolve_name
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from ..io.columns import LoadReport
 
 __all__ = ["GROUP_MIN_CELLS", "Design", "DesignArrays", "build_design", "build_design_owning", "cell_stats_from_cluster_weights",
            "with_groups"]
@@ -191,6 +193,11 @@ def build_design_owning(holder: list, *, reference_judge: str | None = None, fam
     0.6 GB), and the rest once the exact-repeat screen has read it; through
     :func:`build_design` the caller keeps its frame.
     """
+    import pandas as pd  # the frame's own library; the compiled paths that take DesignArrays load neither
+
+    from ..io.columns import check_canonical, name_codes, warn_case_variants
+    from ..io.names import id_text, numbers
+
     frame = holder.pop()
     missing = [c for c in (*NAME_COLUMNS, "outcome") if c not in frame.columns]
     if missing:

@@ -19,7 +19,6 @@ import inspect
 import sys
 from typing import TYPE_CHECKING, NamedTuple
 
-from ..io.data import Judgments, load_judgments
 from .spec import ModelSpec, parse_model
 from ..runtime.validate import OscarInputError
 
@@ -41,6 +40,8 @@ def _given(load: dict) -> list[str]:
     """The reading keywords in ``load`` that ask for something other than the default."""
     if not load:  # the usual call: no signature to read (a tenth of a plain-BT fit's time)
         return []
+    from ..io.data import load_judgments
+
     params = inspect.signature(load_judgments).parameters
     allowed = [k for k in params if k not in ("source", "keep_columns")]  # covariates name the kept columns
     unknown = [k for k in load if k not in allowed]
@@ -69,6 +70,8 @@ def as_design(data, *, reference_judge: str | None = None, family_map=None, cova
     ``exclude_ties``, ``baseline``, ``strong_weight``, ``encoding``, ``responses``,
     ``turn``, ``missing_responses``).
     """
+    from ..io.data import Judgments, load_judgments  # pandas: imported by the set-up, not by this module
+
     design_kw = dict(reference_judge=reference_judge, family_map=family_map, covariates=tuple(covariates or ()))
     if isinstance(data, Problem):
         data = data.design

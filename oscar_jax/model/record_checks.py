@@ -6,7 +6,6 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-import pandas as pd
 
 from ..runtime.validate import OscarDataWarning, OscarInputError
 
@@ -22,6 +21,8 @@ def components(a: np.ndarray, b: np.ndarray, n: int) -> tuple[int, np.ndarray]:
     this cost every fit 0.13 CPU-s; this takes 1 ms at 10⁴ records and 0.05 s at 10⁷ (scipy
     0.77 s there).
     """
+    import pandas as pd  # (at first use: see cells._factorize)
+
     edges = pd.unique(np.asarray(a, np.int64) * n + np.asarray(b, np.int64))
     ea, eb = edges // n, edges % n
     root = np.arange(n)

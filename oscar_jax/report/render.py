@@ -8,12 +8,15 @@ from collections.abc import Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from ..io.names import visible
 from ..results.jsonable import to_json
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["TABLE_WIDTH", "csv_safe", "csv_text", "current_width", "fill", "fmt_ci", "render_table", "shorten",
            "shorten_names", "table_width", "write_tables"]
@@ -99,9 +102,14 @@ def fmt_ci(lo: float, hi: float, digits: int = 2) -> str:
     return f"[{lo:.{digits}f}, {hi:.{digits}f}]"
 
 
-def render_table(frame: pd.DataFrame, columns: Sequence[tuple[str, str, str]], width: int | None = None,
+def _values(frame, col) -> list:
+    """A column's cells: of a DataFrame, or of a list of row dicts (tables made without pandas)."""
+    return [row[col] for row in frame] if isinstance(frame, list) else frame[col].tolist()
+
+
+def render_table(frame, columns: Sequence[tuple[str, str, str]], width: int | None = None,
                  name_col: str | None = None, secondary: Sequence[str] = (), min_name: int = 16) -> str:
-    """Render ``frame`` as fixed-width text.
+    """Render ``frame`` (a DataFrame or a list of row dicts) as fixed-width text.
 
     ``columns`` = (column, header, format spec or "" for str). The ``name_col`` column is
     shortened so the table fits in ``width`` characters (default :data:`TABLE_WIDTH`, or
@@ -125,7 +133,7 @@ def render_table(frame: pd.DataFrame, columns: Sequence[tuple[str, str, str]], w
     cells = []
     for col, _, spec in columns:
         values = []
-        for v in frame[col].tolist():
+        for v in _values(frame, col):
             if isinstance(v, str) or spec == "":
                 # Invisible and direction-changing characters in names (a newline, a right-to-left
                 # override) would break the row or disguise the name: show them escaped.
@@ -160,7 +168,7 @@ def _table_width(frame, columns, name_col, min_name: int) -> int:
     """Width of the rendered table with the name column cut to at most ``min_name``."""
     total = 0
     for col, head, spec in columns:
-        values = frame[col].tolist()
+        values = _values(frame, col)
         if spec == "" or any(isinstance(v, str) for v in values):
             lens = [len(str(v)) for v in values]
         else:
@@ -189,6 +197,8 @@ def _defuse(cell):
 def csv_safe(frame: pd.DataFrame) -> pd.DataFrame:
     """``frame`` with every text cell that a spreadsheet would run as a formula defused
     (OWASP CSV-injection guidance); numbers untouched. The one rule for every CSV written."""
+    import pandas as pd  # (a text table is rendered without it)
+
     out = frame.copy()
     for col in out.columns:
         if out[col].dtype == object or pd.api.types.is_string_dtype(out[col]):

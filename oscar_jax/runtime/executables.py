@@ -32,11 +32,11 @@ from pathlib import Path
 from .lazy_jax import jax
 from .validate import atomic_write
 
-__all__ = ["compile_and_store", "executable_path", "load_executable"]
+__all__ = ["compile_and_store", "executable_path", "load_executable", "machine_key"]
 
 
 @lru_cache(maxsize=1)
-def _machine() -> str:
+def machine_key() -> str:
     """The backend, its device, and on CPU the instruction-set features the executable may use."""
     features = platform.machine() + platform.processor()
     try:
@@ -52,7 +52,7 @@ def executable_path(root: Path, label: str, key_text: str, environment: str, opt
     """Where the executable of this program is stored; None where it must not be (several devices)."""
     if jax.device_count() != 1:
         return None
-    text = repr((key_text, environment, sorted((options or {}).items()), os.environ.get("XLA_FLAGS", ""), _machine()))
+    text = repr((key_text, environment, sorted((options or {}).items()), os.environ.get("XLA_FLAGS", ""), machine_key()))
     return root / "compiled" / f"{label}-{hashlib.sha256(text.encode()).hexdigest()[:40]}.xla"
 
 

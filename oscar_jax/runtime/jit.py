@@ -32,7 +32,7 @@ from .lazy_jax import jax, when_loaded
 from .progress import compiling
 from .validate import atomic_write
 
-__all__ = ["RUN_ONCE", "forget", "persistent_jit", "register_pytree_names", "stored_program"]
+__all__ = ["RUN_ONCE", "environment_key", "forget", "persistent_jit", "register_pytree_names", "stored_program"]
 
 _FAILED = object()
 _ALL: "weakref.WeakSet[_PersistentJit]" = weakref.WeakSet()
@@ -65,6 +65,15 @@ def _environment_digest() -> str:
     h.update(f"{jax.__version__}|{jaxlib.__version__}|{jax.default_backend()}|"
              f"{jax.config.jax_enable_x64}".encode())
     return h.hexdigest()
+
+
+def environment_key() -> str:
+    """What a value that XLA computes depends on beyond its inputs: the package source, the JAX
+    versions and backend (:func:`_environment_digest`) and the machine's processor features
+    (:mod:`~oscar_jax.runtime.executables`)."""
+    from .executables import machine_key
+
+    return hashlib.sha256(f"{_environment_digest()}|{machine_key()}".encode()).hexdigest()[:40]
 
 
 def _folder() -> Path | None:

@@ -7,8 +7,10 @@ The paper's numbers are not here: they live once, in ``paper_repro/published.jso
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
-import pandas as pd
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["PAPER_REPLICATES", "compare_with_paper"]
 
@@ -33,6 +35,8 @@ def compare_with_paper(result, published) -> pd.DataFrame:
     ``consistent`` = |z| ≤ 1.96. For a range the nearest end is used at each N, and the
     row reports the worst N. Rows whose setting or method was not run are omitted.
     """
+    import pandas as pd  # (the sweep itself makes its tables without it)
+
     tab = result.table().set_index(["n", "c", "rho", "method"])
     rows = []
 

@@ -1,17 +1,20 @@
 """The outcome of a sweep: per-replicate rows, aggregates with Monte Carlo errors (G.3),
-paired method differences, failure counts, Markdown and JSON."""
+paired method differences, failure counts, Markdown and JSON.
+
+The replicates are held as numpy columns and the tables made as rows in numpy, so that
+``oscar simulate`` prints its summary without importing pandas (0.23–0.27 CPU-s beside
+JAX); the DataFrames of the Python API are built from the same rows on first use."""
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from functools import lru_cache, partial
+from dataclasses import dataclass
+from functools import cached_property, lru_cache, partial
 from importlib.metadata import version
 from pathlib import Path
 from statistics import NormalDist
 
 import numpy as np
-import pandas as pd
 
 from ..simulate import SimParams
 from ..runtime.cache import remembered
@@ -93,25 +96,60 @@ def paired_proportion_interval(x, y, level: float = 0.95) -> tuple[float, float]
     return max(-1.0, p1 - p2 - delta), min(1.0, p1 - p2 + eps)
 
 
+def _groups(cols: dict, keys, rows=None) -> list[tuple[tuple, np.ndarray]]:
+    """(key, row indices) for each distinct value of the ``keys`` columns over ``rows`` (default
+    all), in the order of first appearance, rows in their order (pandas' ``groupby(sort=False)``)."""
+    rows = np.arange(len(cols[keys[0]])) if rows is None else np.asarray(rows)
+    out: dict = {}
+    for i, key in zip(rows.tolist(), zip(*(np.asarray(cols[k])[rows].tolist() for k in keys))):
+        out.setdefault(key, []).append(i)
+    return [(key, np.asarray(idx, dtype=np.intp)) for key, idx in out.items()]
+
+
+def _frame(rows):
+    import pandas as pd  # the Python API's tables; the command line prints the rows
+
+    return pd.DataFrame(list(rows))
+
+
 @dataclass(frozen=True)
 class SweepResult:
     """Outcome of :func:`~oscar_jax.sweep.sweep`.
 
-    ``replicates`` has one row per (setting, method, replicate): n, c, rho, method, rep,
-    the metrics of :data:`METRICS`, ``ok`` and one flag per B.3 check, solver statistics.
-    ``timings`` has one row per (setting, method): compile and run seconds (``run_s``: the
-    seconds of its chunk calls, which overlap other methods' calls where chunks run side by
-    side on host threads, :mod:`oscar_jax.runtime.batching`).
+    ``columns`` holds one numpy array per column and one entry per (setting, method,
+    replicate): n, c, rho, method, rep, the metrics of :data:`METRICS`, ``ok`` and one flag
+    per B.3 check, solver statistics; :attr:`replicates` is the same as a DataFrame.
+    ``timing_rows`` has one dict per (setting, method) (:attr:`timings` as a DataFrame):
+    compile and run seconds (``run_s``: the seconds of its chunk calls, which overlap other
+    methods' calls where chunks run side by side on host threads,
+    :mod:`oscar_jax.runtime.batching`).
     """
 
-    replicates: pd.DataFrame
+    columns: dict
     seed: int
     reps: int
     params: SimParams
     methods: tuple[str, ...]
-    timings: pd.DataFrame = field(default_factory=pd.DataFrame)
+    timing_rows: tuple = ()
 
-    def per_replicate(self) -> pd.DataFrame:
+    @classmethod
+    def from_frame(cls, replicates, **kwargs) -> "SweepResult":
+        """A result from a per-replicate DataFrame (the columns of :attr:`replicates`)."""
+        return cls(columns={c: replicates[c].to_numpy() for c in replicates.columns}, **kwargs)
+
+    @cached_property
+    def replicates(self):
+        """Per-replicate rows as a DataFrame (made once)."""
+        import pandas as pd
+
+        return pd.DataFrame(self.columns)
+
+    @property
+    def timings(self):
+        """One row per (setting, method) as a DataFrame."""
+        return _frame(self.timing_rows)
+
+    def per_replicate(self):
         """Per-replicate rows (a copy)."""
         return self.replicates.copy()
 
@@ -123,88 +161,107 @@ class SweepResult:
             raise OscarInputError(f"method {method!r} was not run; available: {list(self.methods)}")
         return name
 
-    def failures(self) -> pd.DataFrame:
-        """Counts of replicates failing each B.3 check, per setting and method."""
-        rep = self.replicates
-        rows = []
-        for (n, c, rho, m), grp in rep.groupby(["n", "c", "rho", "method"], sort=False):
-            row = {"n": n, "c": c, "rho": rho, "method": m, "n_failed": int((~grp.ok).sum())}
+    def failure_rows(self) -> list[dict]:
+        """:meth:`failures` as a list of rows."""
+        cols, rows = self.columns, []
+        for (n, c, rho, m), idx in _groups(cols, ("n", "c", "rho", "method")):
+            ok = np.asarray(cols["ok"])[idx]
+            row = {"n": n, "c": c, "rho": rho, "method": m, "n_failed": int((~ok).sum())}
             for chk in CHECKS:
-                bad = grp[chk] if chk == "at_bound" else ~grp[chk]
-                row[f"failed_{chk}"] = int(bad.sum())
+                flag = np.asarray(cols[chk])[idx]
+                row[f"failed_{chk}"] = int((flag if chk == "at_bound" else ~flag).sum())
             rows.append(row)
-        return pd.DataFrame(rows)
+        return rows
 
-    def table(self, level: float = 0.95) -> pd.DataFrame:
-        """Aggregates per (setting, method) over the replicates that passed every B.3 check.
+    def failures(self):
+        """Counts of replicates failing each B.3 check, per setting and method (a DataFrame)."""
+        return _frame(self.failure_rows())
+
+    def table_rows(self, level: float = 0.95) -> list[dict]:
+        """:meth:`table` as a list of rows."""
+        cols, rows = self.columns, []
+        for (n, c, rho, m), idx in _groups(cols, ("n", "c", "rho", "method")):
+            ok = np.asarray(cols["ok"])[idx]
+            good = idx[ok]
+            row = {"n": int(n), "c": float(c), "rho": float(rho), "method": m, "reps": int(len(idx)),
+                   "n_ok": int(len(good)), "n_failed": int((~ok).sum())}
+            for metric in METRICS:
+                mean, se, lo, hi = mc_summary(np.asarray(cols[metric])[good], level)
+                row[metric] = mean
+                row[f"{metric}_mcse"] = se
+                row[f"{metric}_lo"] = lo
+                row[f"{metric}_hi"] = hi
+            row["top1_count"] = int(np.asarray(cols["top1"])[good].sum())
+            # top-1 is a proportion of replicates: a Wilson interval stays inside [0, 1].
+            row["top1_lo"], row["top1_hi"] = wilson_interval(row["top1_count"], row["n_ok"], level)
+            rows.append(row)
+        return rows
+
+    def table(self, level: float = 0.95):
+        """Aggregates per (setting, method) over the replicates that passed every B.3 check (a DataFrame).
 
         Columns: n, c, rho, method, reps (requested), n_ok, n_failed, and per metric its
         mean, ``_mcse`` (sd/√n_ok) and ``_lo``/``_hi`` (t_{n_ok−1} interval at ``level``).
         ``top1`` is the share of replicates recovering the best candidate (``top1_count``
         the count).
         """
-        rows = []
-        for (n, c, rho, m), grp in self.replicates.groupby(["n", "c", "rho", "method"], sort=False):
-            good = grp[grp.ok]
-            row = {"n": int(n), "c": float(c), "rho": float(rho), "method": m, "reps": int(len(grp)),
-                   "n_ok": int(len(good)), "n_failed": int((~grp.ok).sum())}
-            for metric in METRICS:
-                mean, se, lo, hi = mc_summary(good[metric].to_numpy(), level)
-                row[metric] = mean
-                row[f"{metric}_mcse"] = se
-                row[f"{metric}_lo"] = lo
-                row[f"{metric}_hi"] = hi
-            row["top1_count"] = int(good["top1"].sum())
-            # top-1 is a proportion of replicates: a Wilson interval stays inside [0, 1].
-            row["top1_lo"], row["top1_hi"] = wilson_interval(row["top1_count"], row["n_ok"], level)
-            rows.append(row)
-        return pd.DataFrame(rows)
+        return _frame(self.table_rows(level))
 
-    def differences(self, a, b, level: float = 0.95) -> pd.DataFrame:
-        """Paired differences a − b per setting and metric (G.3).
+    def difference_rows(self, a, b, level: float = 0.95) -> list[dict]:
+        """:meth:`differences` as a list of rows."""
+        a, b = self.method_name(a), self.method_name(b)
+        cols = self.columns
+        method = np.asarray(cols["method"])
+        keys = list(zip(*(np.asarray(cols[k]).tolist() for k in ("n", "c", "rho", "rep"))))
+        of_b: dict = {}
+        for j in np.flatnonzero(method == b).tolist():
+            of_b.setdefault(keys[j], []).append(j)
+        # An inner join on (n, c, rho, rep) in the order of a's rows (pandas' merge).
+        pairs = [(i, j) for i in np.flatnonzero(method == a).tolist() for j in of_b.get(keys[i], [])]
+        ia, ib = (np.asarray([p[k] for p in pairs], dtype=np.intp) for k in (0, 1))
+        joint = {k: np.asarray(cols[k])[ia] for k in ("n", "c", "rho")}
+        ok = np.asarray(cols["ok"])
+        rows = []
+        for (n, c, rho), idx in _groups(joint, ("n", "c", "rho")):
+            both = idx[ok[ia[idx]] & ok[ib[idx]]]
+            for metric in METRICS:
+                xa, xb = np.asarray(cols[metric])[ia[both]], np.asarray(cols[metric])[ib[both]]
+                mean, se, lo, hi = mc_summary(xa - xb, level)
+                if metric in BINARY_METRICS and len(both):  # a difference of proportions, not of means
+                    lo, hi = paired_proportion_interval(xa, xb, level)
+                rows.append({"n": int(n), "c": float(c), "rho": float(rho), "a": a, "b": b, "metric": metric,
+                             "n_pairs": int(len(both)), "diff": mean, "mcse": se, "lo": lo, "hi": hi})
+        return rows
+
+    def differences(self, a, b, level: float = 0.95):
+        """Paired differences a − b per setting and metric (G.3; a DataFrame).
 
         Only replicates where both fits passed every B.3 check enter (``n_pairs``). Means
         get a t interval; the 0/1 metrics (``top1``) Newcombe's paired-proportion interval.
         """
-        a, b = self.method_name(a), self.method_name(b)
-        keys = ["n", "c", "rho", "rep"]
-        rep = self.replicates
-        joint = rep[rep.method == a].merge(rep[rep.method == b], on=keys, how="inner", suffixes=("_a", "_b"))
-        rows = []
-        for (n, c, rho), grp in joint.groupby(["n", "c", "rho"], sort=False):
-            both = grp[grp.ok_a & grp.ok_b]
-            for metric in METRICS:
-                d = both[f"{metric}_a"].to_numpy() - both[f"{metric}_b"].to_numpy()
-                mean, se, lo, hi = mc_summary(d, level)
-                if metric in BINARY_METRICS and len(both):  # a difference of proportions, not of means
-                    lo, hi = paired_proportion_interval(both[f"{metric}_a"], both[f"{metric}_b"], level)
-                rows.append({"n": int(n), "c": float(c), "rho": float(rho), "a": a, "b": b, "metric": metric,
-                             "n_pairs": int(len(both)), "diff": mean, "mcse": se, "lo": lo, "hi": hi})
-        return pd.DataFrame(rows)
+        return _frame(self.difference_rows(a, b, level))
 
     def to_markdown(self, level: float = 0.95) -> str:
         """The summary as a Markdown table: mean (Monte Carlo SE) per metric; top-1 as a count."""
-        tab = self.table(level)
         head = ["N", "c", "ρ", "method", "ok/reps", "q RMSE", "κ RMSE", "Kendall τ_b", "top-1",
                 "coverage cluster", "coverage model"]
         lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-        for r in tab.itertuples():
+        for r in self.table_rows(level):
             def cell(metric, digits, scale=1.0, r=r):
-                mean, se = getattr(r, metric), getattr(r, f"{metric}_mcse")
+                mean, se = r[metric], r[f"{metric}_mcse"]
                 if not np.isfinite(mean):
                     return "–"
                 return f"{scale * mean:.{digits}f} ({scale * se:.{digits}f})"
             lines.append("| " + " | ".join([
-                f"{r.n:,}", f"{r.c:g}", f"{r.rho:g}", r.method, f"{r.n_ok}/{r.reps}", cell("q_rmse", 4),
-                cell("kappa_rmse", 4), cell("kendall_tau", 3), f"{r.top1_count}/{r.n_ok}",
+                f"{r['n']:,}", f"{r['c']:g}", f"{r['rho']:g}", r["method"], f"{r['n_ok']}/{r['reps']}",
+                cell("q_rmse", 4), cell("kappa_rmse", 4), cell("kendall_tau", 3), f"{r['top1_count']}/{r['n_ok']}",
                 cell("coverage_cluster", 1, 100.0), cell("coverage_model", 1, 100.0)]) + " |")
         return "\n".join(lines)
 
     def to_dict(self, level: float = 0.95) -> dict:
         return {"seed": self.seed, "reps": self.reps, "methods": list(self.methods),
-                "summary": self.table(level).to_dict(orient="records"),
-                "failures": self.failures().to_dict(orient="records"),
-                "timings": self.timings.to_dict(orient="records")}
+                "summary": self.table_rows(level), "failures": self.failure_rows(),
+                "timings": [dict(r) for r in self.timing_rows]}
 
     def plot(self, out_dir, level: float = 0.95) -> list[Path]:
         """PNG figures against N (Figures 3 and 4); see :func:`oscar_jax.sweep.figures.plot_sweep`."""
