@@ -18,7 +18,7 @@ from ..model.links import net_preference, sigmoid
 from ..model.spec import ModelSpec
 from ..runtime.lazy_jax import jax, jnp
 from ..runtime.validate import check_choice
-from .boards import as_draws, score_board, scale_note
+from .boards import as_draws, memo_board, score_board, scale_note
 from .intervals import draw_interval, interval_request
 from .schema import CI_LABELS, payload, table
 from .checks import Status, failed_checks, fit_checks, fit_status, identification_check
@@ -84,13 +84,12 @@ class FitResult:
     @cached_property
     def cov(self) -> Covariances | None:
         """Cluster-robust and model-based covariance of θ̂ (None if the curvature check failed)."""
-        if not bool(self.core.curvature_ok):
-            return None
         c = self.core
+        if not bool(c.curvature_ok):
+            return None
         if self.layout.structure.plain_bt:  # its meat is residuals by (prompt, candidate): host numpy
             return bt_covariances(c, self.design.arrays, self.layout, self.effective_spec.ridge, self.design.n_clusters)
-        # Host arrays go to the jitted function as they are (jnp.asarray would compile a copy
-        # program per shape in every new process).
+        # Host arrays as they are (jnp.asarray would compile a copy program per shape in every process).
         program, args, kw = _covariances_call(self.design, self.layout, self.effective_spec.ridge, c.theta, c.mask,
                                               c.hess, c.info, np.ones(self.design.n_clusters))
         cov = program(*args, **kw)
@@ -198,8 +197,7 @@ class FitResult:
     def _level(self, ci, ci_prob) -> tuple[str, float]:
         return interval_request(ci, ci_prob, kinds=_CI_KINDS, default_prob=self.ci_prob)
 
-    # The draw protocol (oscar_jax.results.intervals.Draws): a fit is its own point estimate
-    # and carries no draws.
+    # The draw protocol (oscar_jax.results.intervals.Draws): a fit is its own estimate, with no draws.
     @property
     def point_fit(self) -> FitResult:
         return self
@@ -284,7 +282,11 @@ class FitResult:
         be read (``flags``; the JSON shows them as null).
         """
         ci, prob = self._level(ci, ci_prob)
-        draws = None if draws is None else as_draws(draws, self.layout, "bootstrap", self.gbar_weights)
+        if draws is not None:
+            return self._leaderboard(ci, prob, scale, anchor, as_draws(draws, self.layout, "bootstrap", self.gbar_weights))
+        return memo_board(self, (ci, prob, scale, anchor), lambda: self._leaderboard(ci, prob, scale, anchor, None))
+
+    def _leaderboard(self, ci: str, prob: float, scale: str, anchor, draws) -> pd.DataFrame:
         board = score_board(self, ci=ci, ci_prob=prob, scale=scale, anchor=anchor, draws=draws)
         t = self.targets
         if draws is None:
