@@ -32,7 +32,7 @@ from pathlib import Path
 from .lazy_jax import jax
 from .validate import atomic_write
 
-__all__ = ["compile_and_store", "executable_path", "load_executable", "machine_key"]
+__all__ = ["compile_and_store", "executable_path", "load_executable", "load_lapack_modules", "machine_key"]
 
 
 @lru_cache(maxsize=1)
@@ -61,13 +61,13 @@ def _initialize_lapack() -> None:
     calls them does: a loaded executable is never lowered, and an uninitialised kernel crashes
     the process when called. Raises where this JAX has no such step: the executable is then
     not loaded but compiled as usual."""
-    _lapack_modules_alone()
+    load_lapack_modules()
     from jax._src.lax import linalg
 
     linalg.initialize_lapack()
 
 
-def _lapack_modules_alone() -> None:
+def load_lapack_modules() -> None:
     """Load scipy's ``cython_blas`` and ``cython_lapack`` (whose routines jaxlib's kernels
     take) without the rest of ``scipy.linalg``, which jaxlib's own import of them runs first:
     0.12 s of a 1 s warm ``oscar fit`` (its array-API layer and f2py), against 0.01. Where

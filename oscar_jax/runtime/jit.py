@@ -27,7 +27,7 @@ from pathlib import Path
 
 from . import cache
 from .batching import ahead_pool
-from .executables import compile_and_store, executable_path, load_executable
+from .executables import compile_and_store, executable_path, load_executable, load_lapack_modules, machine_key
 from .lazy_jax import jax, when_loaded
 from .progress import compiling
 from .validate import atomic_write
@@ -71,8 +71,6 @@ def environment_key() -> str:
     """What a value that XLA computes depends on beyond its inputs: the package source, the JAX
     versions and backend (:func:`_environment_digest`) and the machine's processor features
     (:mod:`~oscar_jax.runtime.executables`)."""
-    from .executables import machine_key
-
     return hashlib.sha256(f"{_environment_digest()}|{machine_key()}".encode()).hexdigest()[:40]
 
 
@@ -301,6 +299,10 @@ def _exported_in(folder: Path, label: str, key_text: str, fun, args):
             return jax.export.deserialize(bytearray(path.read_bytes()))
         except Exception:  # truncated or foreign file: export again
             pass
+    # Lowering a Cholesky or an eigensolver initialises jaxlib's LAPACK kernels from scipy's
+    # two LAPACK modules, which otherwise imports the whole of scipy.linalg (158 modules, its
+    # array-API layer and numpy.f2py among them: ~0.1 s of a cold fit's trace).
+    load_lapack_modules()
     try:
         exp = jax.export.export(jax.jit(fun))(*args)
         blob = exp.serialize()
