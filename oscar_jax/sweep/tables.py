@@ -165,10 +165,10 @@ class SweepResult:
         """:meth:`failures` as a list of rows."""
         cols, rows = self.columns, []
         for (n, c, rho, m), idx in _groups(cols, ("n", "c", "rho", "method")):
-            ok = np.asarray(cols["ok"])[idx]
+            ok = np.asarray(cols["ok"], bool)[idx]
             row = {"n": n, "c": c, "rho": rho, "method": m, "n_failed": int((~ok).sum())}
             for chk in CHECKS:
-                flag = np.asarray(cols[chk])[idx]
+                flag = np.asarray(cols[chk], bool)[idx]
                 row[f"failed_{chk}"] = int((flag if chk == "at_bound" else ~flag).sum())
             rows.append(row)
         return rows
@@ -181,7 +181,7 @@ class SweepResult:
         """:meth:`table` as a list of rows."""
         cols, rows = self.columns, []
         for (n, c, rho, m), idx in _groups(cols, ("n", "c", "rho", "method")):
-            ok = np.asarray(cols["ok"])[idx]
+            ok = np.asarray(cols["ok"], bool)[idx]
             good = idx[ok]
             row = {"n": int(n), "c": float(c), "rho": float(rho), "method": m, "reps": int(len(idx)),
                    "n_ok": int(len(good)), "n_failed": int((~ok).sum())}
@@ -220,7 +220,7 @@ class SweepResult:
         pairs = [(i, j) for i in np.flatnonzero(method == a).tolist() for j in of_b.get(keys[i], [])]
         ia, ib = (np.asarray([p[k] for p in pairs], dtype=np.intp) for k in (0, 1))
         joint = {k: np.asarray(cols[k])[ia] for k in ("n", "c", "rho")}
-        ok = np.asarray(cols["ok"])
+        ok = np.asarray(cols["ok"], bool)
         rows = []
         for (n, c, rho), idx in _groups(joint, ("n", "c", "rho")):
             both = idx[ok[ia[idx]] & ok[ib[idx]]]
