@@ -186,3 +186,20 @@ def test_draws_from_a_bootstrap_leave_out_failed_replicates(result):
     np.testing.assert_array_equal(draws.targets.x, np.asarray(boot.batch.targets.x)[point_ok])
     with pytest.raises(OscarInputError, match="draws must have shape"):
         as_draws(np.zeros((3, 2)), result.layout)
+
+
+def test_a_board_asked_for_again_is_the_same_and_a_copy(result):
+    # A fit makes each (interval, level, scale, anchor) board once (oscar fit shows one board as
+    # its table, JSON and advice): asked again it is equal, including its attrs, and a caller's
+    # change to one copy reaches neither the fit nor the next copy; another scale or anchor is
+    # another board.
+    name = result.design.candidates[0]
+    first = result.leaderboard(scale="elo", anchor=(name, 1000.0))
+    again = result.leaderboard(scale="elo", anchor=[name, 1000.0])
+    assert first.equals(again) and first.attrs == again.attrs and first is not again
+    first.loc[:, "score"] = np.nan
+    first.attrs["scale"] = "changed"
+    third = result.leaderboard(scale="elo", anchor=(name, 1000.0))
+    assert third.equals(again) and third.attrs == again.attrs
+    assert not result.leaderboard(scale="elo", anchor=(name, 1200.0)).equals(third)
+    assert not result.leaderboard().equals(third)
