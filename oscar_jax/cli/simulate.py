@@ -151,10 +151,10 @@ def run(args) -> int:
 
         tables = {"summary": pd.DataFrame(table), "per_replicate": result.per_replicate(),
                   "failures": pd.DataFrame(failures), "timings": result.timings}
-        if diffs:
-            tables["differences"] = pd.DataFrame([row for d in diffs for row in d])
         payload = result.to_dict(args.level)
         payload["differences"] = [row for d in diffs for row in d]
+        if diffs:
+            tables["differences"] = pd.DataFrame(payload["differences"])
         write_tables(args.out, tables, payload)
         (Path(args.out) / "summary.md").write_text(result.to_markdown(args.level) + "\n", encoding="utf-8")
         result.plot(args.out, args.level)

@@ -89,7 +89,7 @@ def load_lapack_modules() -> None:
         pass
 
 
-# Executables this process compiled and stored: one loaded back beside the executable it was
+# Executables this process compiled (and stored, or is storing): one loaded back beside the executable it was
 # compiled as failed to run on XLA:CPU ("Function … not found"), so only later processes load
 # them (this one keeps its own in memory; after jit.forget() it compiles again).
 _STORED_HERE: set[Path] = set()
@@ -192,6 +192,5 @@ def _store(compiled, path: Path) -> None:
 
         blob = pickle.dumps(serialize_executable.serialize(compiled))
         atomic_write(path, lambda tmp: tmp.write_bytes(blob))
-        _STORED_HERE.add(path)
     except Exception:  # noqa: BLE001 (an executable that cannot be serialized, a read-only folder)
         pass
